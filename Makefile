@@ -1,0 +1,77 @@
+# Two commands on a fresh machine: `make bench` (the main job) and `make test` (the tests).
+# Each installs what it needs, once: the environment is rebuilt only when pyproject.toml changes.
+#
+# Environment: the active virtualenv when there is one ($VIRTUAL_ENV), else ./.venv.
+# torch: an environment that already imports torch keeps it (a user's CUDA build is never
+# replaced); a bare one gets $(TORCH_SPEC), a CPU build on our machines.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+VENV_FLAGS  ?=
+TORCH_SPEC  ?= torch==2.13.0
+ENV_DIR     := $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV),$(VENV))
+PY          := $(ENV_DIR)/bin/python
+STAMP       := $(ENV_DIR)/.reqstate-bench-installed
+
+QUICK       ?=
+BENCH_ARGS  ?=
+RUN         ?=
+BASE        ?=
+
+.PHONY: setup test lint typecheck fmt bench bench-pytest profile report gate clean help
+
+help:
+	@echo "make bench         run the default benchmark set and write the report (QUICK=1 for the quick set)"
+	@echo "make test          run the harness's tests"
+	@echo "make bench-pytest  run the pytest-benchmark lookup suite"
+	@echo "make profile       py-spy flamegraphs for every strategy"
+	@echo "make gate          regression gate of the working tree against BASE (default: merge base with main)"
+	@echo "make lint          ruff + mypy"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x "$(PY)" || { echo "creating $(ENV_DIR)"; $(PYTHON) -m venv $(VENV_FLAGS) "$(ENV_DIR)"; }
+	@if "$(PY)" -c "import torch" 2>/dev/null; then \
+	    echo "keeping installed torch $$("$(PY)" -c 'import torch; print(torch.__version__)')"; \
+	else \
+	    echo "installing $(TORCH_SPEC)"; "$(PY)" -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)"; \
+	fi
+	"$(PY)" -m pip install -q --disable-pip-version-check -e ".[dev]"
+	@touch "$@"
+
+test: $(STAMP)
+	"$(PY)" -m ruff check .
+	"$(PY)" -m ruff format --check .
+	"$(PY)" -m mypy
+	"$(PY)" -m pytest -q
+
+lint: $(STAMP)
+	"$(PY)" -m ruff check .
+	"$(PY)" -m ruff format --check .
+	"$(PY)" -m mypy
+
+typecheck: $(STAMP)
+	"$(PY)" -m mypy
+
+fmt: $(STAMP)
+	"$(PY)" -m ruff format .
+	"$(PY)" -m ruff check --fix .
+
+bench: $(STAMP)
+	"$(PY)" -m bench run $(if $(QUICK),--quick) $(BENCH_ARGS)
+
+bench-pytest: $(STAMP)
+	"$(PY)" -m pytest tests/test_bench_lookup.py --benchmark-enable --benchmark-group-by=group -q -p no:randomly
+
+profile: $(STAMP)
+	"$(PY)" -m bench profile --all $(BENCH_ARGS)
+
+report: $(STAMP)
+	"$(PY)" -m bench report $(RUN)
+
+gate: $(STAMP)
+	"$(PY)" -m bench gate $(if $(BASE),--base $(BASE)) $(BENCH_ARGS)
+
+clean:
+	rm -rf .pytest_cache .mypy_cache .ruff_cache .benchmarks .hypothesis

@@ -1,0 +1,331 @@
+"""A synthetic request mirroring SGLang's `Req`, and a seeded generator of request streams.
+
+SGLang's Req is a plain class (no __slots__, no __eq__/__hash__, hashed by identity) whose
+__init__ sets about 135-145 instance attributes of mixed types. The class here is generated
+from a table of realistic attribute names and value expressions, so construction cost, instance
+dict size and GC-tracked objects per request are of the real order. A strategy shapes it with
+REQUEST_INIT_FIELDS (set in __init__) and REQUEST_CLASS_FIELDS (class-level declarations).
+"""
+
+from __future__ import annotations
+
+import copy
+import linecache
+import math
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from strategies import Strategy
+from strategies._contract import FIELD_DEFAULTS
+
+# Attributes a default synthetic request carries: the middle of WORKLOAD.md's 135-145.
+DEFAULT_REQUEST_ATTRS = 140
+
+
+class SamplingParams:
+    """Stand-in for the small per-request objects a Req holds (sampling params, grammar, ...)."""
+
+    def __init__(self, max_new_tokens: int) -> None:
+        self.max_new_tokens = max_new_tokens
+        self.temperature = 1.0
+        self.top_p = 1.0
+        self.top_k = -1
+        self.stop_strs: list[str] = []
+
+
+# (attribute name, Python expression) in the order SGLang's Req.__init__ roughly sets them.
+# Expressions may use: rid, input_ids, prompt_len, max_new_tokens, SamplingParams.
+_ATTRS: tuple[tuple[str, str], ...] = (
+    ("rid", "rid"),
+    ("origin_input_text", "''"),
+    ("origin_input_ids_unpadded", "input_ids"),
+    ("origin_input_ids", "input_ids"),
+    ("output_ids", "[]"),
+    ("fill_ids", "[]"),
+    ("session_id", "None"),
+    ("input_embeds", "None"),
+    ("token_type_ids", "None"),
+    ("sampling_params", "SamplingParams(max_new_tokens)"),
+    ("custom_logit_processor", "None"),
+    ("return_hidden_states", "False"),
+    ("lora_id", "None"),
+    ("lora_path", "None"),
+    ("stream", "False"),
+    ("eos_token_ids", "None"),
+    ("bootstrap_host", "'127.0.0.1'"),
+    ("bootstrap_port", "8998"),
+    ("bootstrap_room", "hash(rid) & 0xFFFFFFFF"),
+    ("disagg_kv_sender", "None"),
+    ("data_parallel_rank", "0"),
+    ("metadata_buffer_index", "-1"),
+    ("priority", "None"),
+    ("queue_time_start", "0.0"),
+    ("queue_time_end", "0.0"),
+    ("created_time", "0.0"),
+    ("last_tic", "0.0"),
+    ("finished_reason", "None"),
+    ("finished_len", "None"),
+    ("finished_output", "None"),
+    ("to_abort", "False"),
+    ("to_abort_message", "None"),
+    ("is_retracted", "False"),
+    ("retraction_count", "0"),
+    ("retracted_stain", "False"),
+    ("decoded_text", "''"),
+    ("surr_offset", "None"),
+    ("read_offset", "None"),
+    ("surr_and_decode_ids", "None"),
+    ("vid", "0"),
+    ("image_inputs", "None"),
+    ("multimodal_inputs", "None"),
+    ("prefix_indices", "[]"),
+    ("extend_input_len", "0"),
+    ("extend_logprob_start_len", "0"),
+    ("last_node", "None"),
+    ("last_host_node", "None"),
+    ("host_hit_length", "0"),
+    ("last_matched_prefix_len", "0"),
+    ("cached_tokens", "0"),
+    ("already_computed", "0"),
+    ("is_chunked", "0"),
+    ("req_pool_idx", "None"),
+    ("kv_committed_len", "0"),
+    ("kv_allocated_len", "0"),
+    ("kv_committed_freed", "False"),
+    ("kv_overallocated_freed", "False"),
+    ("swa_uuid_for_lock", "None"),
+    ("swa_evicted_seqlen", "0"),
+    ("mamba_pool_idx", "None"),
+    ("mamba_ping_pong_track_buffer", "None"),
+    ("mamba_next_track_idx", "None"),
+    ("mamba_last_track_seqlen", "None"),
+    ("mamba_branching_seqlen", "None"),
+    ("return_logprob", "False"),
+    ("logprob_start_len", "-1"),
+    ("top_logprobs_num", "0"),
+    ("token_ids_logprob", "None"),
+    ("input_token_logprobs_val", "None"),
+    ("input_token_logprobs_idx", "None"),
+    ("input_top_logprobs_val", "None"),
+    ("input_top_logprobs_idx", "None"),
+    ("input_token_ids_logprobs_val", "None"),
+    ("input_token_ids_logprobs_idx", "None"),
+    ("output_token_logprobs_val", "[]"),
+    ("output_token_logprobs_idx", "[]"),
+    ("output_top_logprobs_val", "[]"),
+    ("output_top_logprobs_idx", "[]"),
+    ("output_token_ids_logprobs_val", "[]"),
+    ("output_token_ids_logprobs_idx", "[]"),
+    ("temp_input_top_logprobs_val", "None"),
+    ("temp_input_top_logprobs_idx", "None"),
+    ("temp_input_token_ids_logprobs_val", "None"),
+    ("temp_input_token_ids_logprobs_idx", "None"),
+    ("temp_scaled_logprobs", "False"),
+    ("temperature", "None"),
+    ("top_p_normalize_probs", "False"),
+    ("hidden_states", "[]"),
+    ("hidden_states_tensor", "None"),
+    ("output_topk_p", "None"),
+    ("output_topk_index", "None"),
+    ("embedding", "None"),
+    ("grammar", "None"),
+    ("grammar_key", "None"),
+    ("grammar_wait_ct", "0"),
+    ("spec_verify_ct", "0"),
+    ("spec_accepted_tokens", "0"),
+    ("spec_acceptance_histogram", "[]"),
+    ("lora_prefetch", "False"),
+    ("time_stats", "{}"),
+    ("has_log_time_stats", "False"),
+    ("last_update_decode_tokens", "0"),
+    ("queue_wait_ms", "0.0"),
+    ("prefill_start_ms", "0.0"),
+    ("prefill_end_ms", "0.0"),
+    ("first_token_time", "0.0"),
+    ("decode_batch_idx", "0"),
+    ("routed_experts", "None"),
+    ("customized_info", "None"),
+    ("return_routed_experts", "False"),
+    ("require_reasoning", "False"),
+    ("think_end_id", "None"),
+    ("reasoning_tokens", "0"),
+    ("dimensions", "None"),
+    ("http_worker_ipc", "None"),
+    ("received_time", "0.0"),
+    ("received_time_perf", "0.0"),
+    ("origin_input_len", "prompt_len"),
+    ("max_new_tokens", "max_new_tokens"),
+    ("ignore_eos", "False"),
+    ("no_stop_trim", "False"),
+    ("stop_token_ids", "None"),
+    ("tokenizer", "None"),
+    ("prefix_hash", "None"),
+    ("num_computed_tokens", "0"),
+    ("disagg_prefill_dp_rank", "None"),
+    ("start_send_idx", "0"),
+    ("tmp_end_idx", "-1"),
+    ("bootstrap_done", "False"),
+    ("transfer_start_time", "0.0"),
+    ("transfer_done_time", "0.0"),
+    ("dspark_plan", "None"),
+    ("dspark_enabled", "False"),
+    ("hicache_status", "None"),
+    ("storage_hit_length", "0"),
+    ("prefetch_status", "None"),
+    ("ready_to_fill_cache", "False"),
+    ("is_prefill_only", "False"),
+    ("return_text_in_logprobs", "False"),
+    ("log_metrics", "True"),
+    ("trace_ctx", "None"),
+    ("extra_key", "None"),
+    ("priority_time", "0.0"),
+    ("input_len_bucket", "prompt_len // 1024"),
+)
+
+_EXTRA_EXPRS = ("None", "0", "0.0", "False", "[]", "''")
+
+
+def _attr_table(n_attrs: int) -> list[tuple[str, str]]:
+    if n_attrs < 1:
+        raise ValueError(f"a request needs at least 1 attribute, got {n_attrs}")
+    table = list(_ATTRS[:n_attrs])
+    for i in range(len(table), n_attrs):
+        table.append((f"extra_attr_{i}", _EXTRA_EXPRS[i % len(_EXTRA_EXPRS)]))
+    return table
+
+
+def make_request_class(
+    strategy: Strategy | None = None, *, n_attrs: int = DEFAULT_REQUEST_ATTRS
+) -> type:
+    """A request class of `n_attrs` instance attributes, shaped by the strategy.
+
+    Construct instances with cls(rid, input_ids, max_new_tokens). The attribute count excludes
+    the strategy's own REQUEST_INIT_FIELDS, which are set after the base attributes.
+    """
+    init_fields: Mapping[str, object] = strategy.request_init_fields if strategy else {}
+    class_fields: Mapping[str, object] = strategy.request_class_fields if strategy else {}
+    table = _attr_table(n_attrs)
+    base_names = {name for name, _ in table}
+    clash = base_names & (set(init_fields) | set(class_fields))
+    if clash:
+        raise ValueError(f"strategy fields clash with request attributes: {sorted(clash)}")
+    lines = [
+        "def __init__(self, rid, input_ids, max_new_tokens):",
+        "    prompt_len = len(input_ids)",
+    ]
+    lines += [f"    self.{name} = {expr}" for name, expr in table]
+    namespace: dict[str, Any] = {"SamplingParams": SamplingParams}
+    for i, (name, value) in enumerate(init_fields.items()):
+        if value is None or isinstance(value, (bool, int, float, str)):
+            lines.append(f"    self.{name} = {value!r}")
+        else:  # a mutable default must not be shared: copy per instance
+            namespace[f"_default_{i}"] = value
+            lines.append(f"    self.{name} = _copy(_default_{i})")
+    suffix = strategy.name if strategy else "plain"
+    filename = f"<synthetic Req:{suffix}:{n_attrs}>"
+    source = "\n".join(lines) + "\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace["_copy"] = copy.copy
+    exec(compile(source, filename, "exec"), namespace)
+    cls_dict: dict[str, Any] = {
+        "__init__": namespace["__init__"],
+        "__module__": __name__,
+        "__doc__": f"Synthetic SGLang-like Req ({n_attrs} attributes, strategy {suffix}).",
+    }
+    cls_dict.update(class_fields)
+    return type(f"Req_{suffix}", (), cls_dict)
+
+
+def request_attr_count(req: object) -> int:
+    return len(vars(req))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamParams:
+    """How requests arrive. Defaults follow WORKLOAD.md where it gives a number."""
+
+    seed: int = 0
+    # Prompt lengths: log-normal around 4k tokens, clipped to [256, max_prompt_tokens]. A
+    # prefill batch then holds ~1-4 long requests at chunked_prefill_size 8192.
+    prompt_median_tokens: int = 4096
+    prompt_sigma: float = 0.8
+    min_prompt_tokens: int = 256
+    max_prompt_tokens: int = 16384
+    # Decode-side cached prefix, as a fraction of the prompt (uniform in [0, max)).
+    max_cached_prefix_frac: float = 0.5
+    # Share of requests that take part in PD hidden transfer. WORKLOAD.md gives no number;
+    # half makes both the "uses it" and the "scan creates an empty state" paths common.
+    pd_fraction: float = 0.5
+    # Token ids kept on each request (origin_input_ids). The real list has prompt_len ints;
+    # capping it keeps 65,536 live requests within this machine's memory.
+    token_ids_per_request: int = 64
+    max_new_tokens: int = 1
+    capture_layer_ids: tuple[int, ...] = (40, 41, 42)
+    hidden_size: int = 7168
+    streaming: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.pd_fraction <= 1.0:
+            raise ValueError(f"pd_fraction must be within [0, 1], got {self.pd_fraction}")
+        if not 0.0 <= self.max_cached_prefix_frac < 1.0:
+            raise ValueError("max_cached_prefix_frac must be within [0, 1)")
+        if not 0 < self.min_prompt_tokens <= self.max_prompt_tokens:
+            raise ValueError("need 0 < min_prompt_tokens <= max_prompt_tokens")
+
+
+@dataclass
+class Arrival:
+    """One request as the scheduler receives it, with the decode side's PD-hidden metadata."""
+
+    req: Any
+    prompt_len: int
+    uses_pd: bool
+    meta: dict[str, Any] | None = field(default=None)
+
+
+def dspark_meta(p: StreamParams, prompt_len: int, cached_prefix: int) -> dict[str, Any]:
+    """The ~10-key metadata dict the decode side sends (copied into the state at bootstrap)."""
+    hidden_len = prompt_len - cached_prefix
+    window = min(hidden_len, 2048) if p.streaming else hidden_len
+    return {
+        "hidden_start": cached_prefix,
+        "hidden_len": hidden_len,
+        "streaming": p.streaming,
+        "window_rows": window,
+        "radix_policy": "lru",
+        "pp_slices": [{"rank": 0, "layers": list(p.capture_layer_ids)}],
+        "dst_indices": None,
+        "hidden_size": p.hidden_size,
+        "target_layer_ids": list(p.capture_layer_ids),
+        "bootstrap_room": 0,
+    }
+
+
+def request_stream(req_cls: type, p: StreamParams) -> Iterator[Arrival]:
+    """An endless, seeded stream of arrivals; same seed, same stream, for every strategy."""
+    rng = random.Random(p.seed)
+    mu = math.log(p.prompt_median_tokens)
+    # Token ids are slices of one seeded pool: realistic list objects without paying for
+    # token_ids_per_request random draws per request.
+    token_pool = [rng.randrange(32000) for _ in range(4096 + p.token_ids_per_request)]
+    n = 0
+    while True:
+        prompt_len = int(rng.lognormvariate(mu, p.prompt_sigma))
+        prompt_len = max(p.min_prompt_tokens, min(p.max_prompt_tokens, prompt_len))
+        cached = int(prompt_len * rng.random() * p.max_cached_prefix_frac)
+        uses_pd = rng.random() < p.pd_fraction
+        offset = rng.randrange(4096)
+        ids = token_pool[offset : offset + min(prompt_len, p.token_ids_per_request)]
+        req = req_cls(f"req-{p.seed}-{n}", ids, p.max_new_tokens)
+        n += 1
+        yield Arrival(
+            req=req,
+            prompt_len=prompt_len,
+            uses_pd=uses_pd,
+            meta=dspark_meta(p, prompt_len, cached) if uses_pd else None,
+        )
+
+
+assert not set(FIELD_DEFAULTS) & {name for name, _ in _ATTRS}, "field names clash with Req"

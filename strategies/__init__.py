@@ -1,0 +1,195 @@
+"""Registry of storage strategies.
+
+Every sibling module whose name does not start with "_" is a strategy. Each is validated against
+the contract in `strategies._contract` when it is discovered; a module that breaks it is refused
+with a message naming the file and the missing piece. External strategies (a dotted module path
+or a path to a .py file) go through the same validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType, ModuleType
+from typing import Any
+
+from strategies._contract import (
+    OPTIONAL_MAPPINGS,
+    REQUIRED_ATTRS,
+    REQUIRED_FUNCS,
+)
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+class StrategyError(Exception):
+    """A strategy module breaks the contract, or a strategy cannot be found or loaded."""
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity
+class Strategy:
+    """A validated strategy module, with its surface bound for the harness."""
+
+    name: str
+    description: str
+    thread_safe_create: bool
+    holds_state: bool
+    get: Callable[[Any], Any]
+    peek: Callable[[Any], Any]
+    update: Callable[..., None]
+    reset: Callable[[Any], None]
+    release: Callable[[Any], None]
+    live_states: Callable[[], int]
+    request_init_fields: Mapping[str, object]
+    request_class_fields: Mapping[str, object]
+    module_name: str
+    source_path: str
+    source_sha256: str
+    external: bool = False
+    module: ModuleType = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+
+
+def _where(module: ModuleType) -> str:
+    path = getattr(module, "__file__", None)
+    if not path:
+        return module.__name__
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def validate(module: ModuleType, *, external: bool = False) -> Strategy:
+    """Check a module against the contract and bind it; raise StrategyError naming the gap."""
+    where = _where(module)
+    missing = [a for a in REQUIRED_ATTRS if not hasattr(module, a)]
+    missing += [f"{f}()" for f in REQUIRED_FUNCS if not callable(getattr(module, f, None))]
+    if missing:
+        raise StrategyError(f"{where}: strategy is missing {', '.join(missing)}")
+    name, description = module.NAME, module.DESCRIPTION
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise StrategyError(
+            f"{where}: NAME must be a short identifier like 'my_strategy' "
+            f"(lowercase letters, digits, '_'; at most 40), got {name!r}"
+        )
+    if not isinstance(description, str) or not description.strip() or "\n" in description:
+        raise StrategyError(f"{where}: DESCRIPTION must be a non-empty single line")
+    if not isinstance(module.THREAD_SAFE_CREATE, bool):
+        raise StrategyError(f"{where}: THREAD_SAFE_CREATE must be True or False")
+    holds_state = getattr(module, "HOLDS_STATE", True)
+    if not isinstance(holds_state, bool):
+        raise StrategyError(f"{where}: HOLDS_STATE must be True or False")
+    shaping: dict[str, Mapping[str, object]] = {}
+    for attr in OPTIONAL_MAPPINGS:
+        value = getattr(module, attr, _EMPTY)
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k.isidentifier() for k in value
+        ):
+            raise StrategyError(f"{where}: {attr} must map attribute names to default values")
+        shaping[attr] = MappingProxyType(dict(value))
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        source = repr(sorted(vars(module)))
+    return Strategy(
+        name=name,
+        description=description.strip(),
+        thread_safe_create=module.THREAD_SAFE_CREATE,
+        holds_state=holds_state,
+        get=module.get,
+        peek=module.peek,
+        update=module.update,
+        reset=module.reset,
+        release=module.release,
+        live_states=module.live_states,
+        request_init_fields=shaping["REQUEST_INIT_FIELDS"],
+        request_class_fields=shaping["REQUEST_CLASS_FIELDS"],
+        module_name=module.__name__,
+        source_path=where,
+        source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        external=external,
+        module=module,
+    )
+
+
+def _check_unique(found: Iterable[Strategy]) -> dict[str, Strategy]:
+    by_name: dict[str, Strategy] = {}
+    for s in found:
+        if s.name in by_name:
+            raise StrategyError(
+                f"duplicate strategy NAME {s.name!r} in {by_name[s.name].source_path} "
+                f"and {s.source_path}"
+            )
+        by_name[s.name] = s
+    return by_name
+
+
+def discover() -> list[Strategy]:
+    """All built-in strategies, validated, sorted by NAME."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"{__name__}.{info.name}")
+        except Exception as exc:
+            raise StrategyError(
+                f"strategies/{info.name}.py: import failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        found.append(validate(module))
+    return sorted(_check_unique(found).values(), key=lambda s: s.name)
+
+
+def load_external(spec: str) -> Strategy:
+    """Load a user's strategy from a dotted module path or a path to a .py file."""
+    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+        path = Path(spec)
+        if not path.is_file():
+            raise StrategyError(f"{spec}: no such strategy file")
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        mod_name = f"_reqstate_external_{path.stem}_{digest}"
+        module = sys.modules.get(mod_name)
+        if module is None:
+            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise StrategyError(f"{spec}: cannot be imported as a Python module")
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[mod_name] = module
+            try:
+                loader_spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[mod_name]
+                raise StrategyError(f"{spec}: import failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(spec)
+        except Exception as exc:
+            raise StrategyError(f"{spec}: import failed: {type(exc).__name__}: {exc}") from exc
+    return validate(module, external=True)
+
+
+def resolve(names: Iterable[str] | None = None, *, external: Iterable[str] = ()) -> list[Strategy]:
+    """The built-ins (all, or those named) plus external ones, sorted by NAME."""
+    builtin = discover()
+    extra = [load_external(spec) for spec in external]
+    by_name = _check_unique([*builtin, *extra])
+    if names is None:
+        chosen = list(by_name.values())
+    else:
+        chosen = []
+        for n in names:
+            if n not in by_name:
+                known = ", ".join(sorted(by_name))
+                raise StrategyError(f"unknown strategy {n!r}; available: {known}")
+            chosen.append(by_name[n])
+        chosen.extend(s for s in extra if s not in chosen)
+    return sorted(chosen, key=lambda s: s.name)

@@ -1,0 +1,111 @@
+"""The contract every storage strategy fulfils, and the pieces strategies share.
+
+A strategy is a module. It stores the ten PD-hidden fields of WORKLOAD.md for a request and
+exposes the same small surface, so that every difference the harness measures is a difference
+of storage, not of behaviour:
+
+    NAME: str                      unique, short, [a-z0-9_]
+    DESCRIPTION: str               one line
+    THREAD_SAFE_CREATE: bool       True when two threads racing get() on one request can never
+                                   create two states (so no update is ever lost)
+    get(req) -> state              get-or-create; the state has the ten fields as attributes
+    peek(req) -> state | None      the state if it exists; never creates
+    update(req, **fields) -> None  get-or-create, then set the named fields
+    reset(req) -> None             get-or-create, then put every field back to its default
+    release(req) -> None           end of the request's life: nothing of its state stays
+                                   reachable from the strategy afterwards
+    live_states() -> int           states the strategy's own tables hold (0 for strategies
+                                   that keep state on the request itself)
+
+Optional, to shape the request class so construction cost and per-request memory are real:
+
+    REQUEST_INIT_FIELDS: Mapping[str, object]   attributes set in every request's __init__
+    REQUEST_CLASS_FIELDS: Mapping[str, object]  class-level attributes (declared defaults)
+    HOLDS_STATE: bool = True        False only for `control`, which stores nothing
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Protocol
+
+# The ten fields and their defaults (WORKLOAD.md, "Why the state exists"). List-valued fields
+# default to None: the real code assigns fresh lists at bootstrap, never shares a default.
+FIELD_DEFAULTS: Mapping[str, object] = MappingProxyType(
+    {
+        "meta": None,
+        "src_indices": None,
+        "dst_indices": None,
+        "written": None,
+        "capture_layer_ids": None,
+        "current_src_indices": None,
+        "current_start": None,
+        "current_row_len": 0,
+        "current_is_last": False,
+        "owner_direct_sent": False,
+    }
+)
+FIELDS: tuple[str, ...] = tuple(FIELD_DEFAULTS)
+
+REQUIRED_ATTRS: tuple[str, ...] = ("NAME", "DESCRIPTION", "THREAD_SAFE_CREATE")
+REQUIRED_FUNCS: tuple[str, ...] = ("get", "peek", "update", "reset", "release", "live_states")
+OPTIONAL_MAPPINGS: tuple[str, ...] = ("REQUEST_INIT_FIELDS", "REQUEST_CLASS_FIELDS")
+
+
+class StrategyModule(Protocol):
+    """Static view of a strategy module (the registry checks it at run time)."""
+
+    NAME: str
+    DESCRIPTION: str
+    THREAD_SAFE_CREATE: bool
+
+    def get(self, req: Any) -> Any: ...
+    def peek(self, req: Any) -> Any | None: ...
+    def update(self, req: Any, **fields: object) -> None: ...
+    def reset(self, req: Any) -> None: ...
+    def release(self, req: Any) -> None: ...
+    def live_states(self) -> int: ...
+
+
+class PDHiddenReqState:
+    """The PR's state object: a plain class, one instance per request (GC-tracked, has a dict)."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] | None = None
+        self.src_indices: list[int] | None = None
+        self.dst_indices: list[int] | None = None
+        self.written: list[bool] | None = None
+        self.capture_layer_ids: list[int] | None = None
+        self.current_src_indices: list[int] | None = None
+        self.current_start: int | None = None
+        self.current_row_len: int = 0
+        self.current_is_last: bool = False
+        self.owner_direct_sent: bool = False
+
+    def clear(self) -> None:
+        """Back to defaults: the ten writes of the PR's release path."""
+        self.meta = None
+        self.src_indices = None
+        self.dst_indices = None
+        self.written = None
+        self.capture_layer_ids = None
+        self.current_src_indices = None
+        self.current_start = None
+        self.current_row_len = 0
+        self.current_is_last = False
+        self.owner_direct_sent = False
+
+
+def set_fields(state: object, fields: Mapping[str, object]) -> None:
+    """Write named fields onto a state object, refusing names outside the contract."""
+    for name, value in fields.items():
+        if name not in FIELD_DEFAULTS:
+            raise TypeError(f"unknown PD-hidden field {name!r}; fields are: {', '.join(FIELDS)}")
+        setattr(state, name, value)
+
+
+def clear_fields(state: object) -> None:
+    """Put every field of a state object back to its default."""
+    for name, value in FIELD_DEFAULTS.items():
+        setattr(state, name, value)
