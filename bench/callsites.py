@@ -40,11 +40,12 @@ def bootstrap_finalize(req, meta, src_indices, dst_indices, layer_ids):
     $S.current_is_last = False
     $S.owner_direct_sent = False
 """,
-    # Per prefill chunk: filter the batch, then record and write each request's hidden rows.
-    # entries: (req, chunk_start, chunk_len, batch_offset); write(indices, row_lo, row_hi,
-    # layer_ids) copies batch rows into the pool; alloc(n) gives streaming rows (or None).
+    # Per prefill chunk: filter the batch, then record each request's chunk of hidden rows.
+    # entries: (req, chunk_start, chunk_len, batch_offset, new_rows); new_rows are this chunk's
+    # freshly allocated rows when streaming (src_indices is None), else None. Returns, per
+    # request written, (req, pool row indices, first batch row, end batch row) for the copy.
     "write_hidden_rows": """
-def write_hidden_rows(entries, write, alloc):
+def write_hidden_rows(entries):
     selected = []
     for entry in entries:
         req = entry[0]
@@ -52,7 +53,7 @@ def write_hidden_rows(entries, write, alloc):
         if $S.meta is not None and not $S.owner_direct_sent and $S.capture_layer_ids:
             selected.append(entry)
     done = []
-    for req, chunk_start, chunk_len, batch_offset in selected:
+    for req, chunk_start, chunk_len, batch_offset, new_rows in selected:
         $CACHE
         hidden_start = $S.meta["hidden_start"]
         hidden_end = hidden_start + $S.meta["hidden_len"]
@@ -64,11 +65,10 @@ def write_hidden_rows(entries, write, alloc):
         hi = write_end - hidden_start
         src = $S.src_indices
         if src is None:
-            src = alloc(hi - lo)
-            if src is None:
+            if new_rows is None:
                 continue
-            $S.src_indices = src
-            write_indices = src
+            $S.src_indices = new_rows
+            write_indices = new_rows
         else:
             write_indices = src[lo:hi]
         $S.current_start = write_start
@@ -79,10 +79,9 @@ def write_hidden_rows(entries, write, alloc):
         if written is not None:
             written[lo:hi] = [True] * (hi - lo)
         row_lo = batch_offset + write_start - chunk_start
-        write(write_indices, row_lo, row_lo + $S.current_row_len, $S.capture_layer_ids)
+        done.append((req, write_indices, row_lo, row_lo + $S.current_row_len))
         if $S.current_is_last and written is not None and not all(written):
             raise RuntimeError(f"{req.rid}: last chunk written but hidden rows are missing")
-        done.append(req)
     return done
 """,
     # Per request per chunk (and at the last chunk): build the KV/hidden transfer payload.
@@ -209,7 +208,38 @@ class CallSites:
     capture_layers_peek: Callable[[list[Any]], list[int] | None]
 
 
+def _none(*_args: object) -> None:
+    return None
+
+
+def _no_writes(_entries: object) -> list[Any]:
+    return []
+
+
+def _not_held(_req: object) -> bool:
+    return False
+
+
+def null_callsites(strategy: Strategy, pattern: str) -> CallSites:
+    """Call sites that touch no state: the harness's own cost (for HOLDS_STATE = False)."""
+    return CallSites(
+        strategy=strategy.name,
+        pattern=pattern,
+        bootstrap_finalize=_none,
+        write_hidden_rows=_no_writes,
+        send_kv_chunk=_none,
+        owner_direct_send=_none,
+        hidden_rows_held=_not_held,
+        release_and_clear=_none,
+        capture_layers_get=_none,
+        capture_layers_peek=_none,
+    )
+
+
 def compile_callsites(strategy: Strategy, pattern: str) -> CallSites:
+    """The call sites for one strategy and access pattern (null ones if it holds no state)."""
+    if not strategy.holds_state:
+        return null_callsites(strategy, pattern)
     namespace: dict[str, Any] = {"get": strategy.get, "peek": strategy.peek}
     funcs: dict[str, Any] = {}
     for name in _TEMPLATES:

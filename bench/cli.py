@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 
-from bench.errors import EXIT_USAGE, UsageError
+from bench.config import RunConfig
+from bench.errors import EXIT_FAILED, EXIT_USAGE, DataError, UsageError
+from bench.results import DEFAULT_REPORTS_DIR
 from strategies import StrategyError, resolve
 
 
@@ -31,6 +37,133 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
+    return value
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return items
+
+
+def _config_from_args(args: argparse.Namespace) -> RunConfig:
+    config = RunConfig()
+    if args.quick:
+        config = config.quick()
+    changes: dict[str, object] = {"device": args.device, "external": tuple(args.external)}
+    if args.suite:
+        changes["suites"] = tuple(dict.fromkeys(x for group in args.suite for x in group))
+    if args.strategy:
+        changes["strategies"] = tuple(dict.fromkeys(x for group in args.strategy for x in group))
+    for attr in (
+        "baseline",
+        "seed",
+        "workers",
+        "values",
+        "pd_fraction",
+        "pool_rows",
+        "chunked_prefill_size",
+        "background_objects",
+    ):
+        value = getattr(args, attr)
+        if value is not None:
+            changes[attr] = value
+    if args.requests is not None:
+        changes["live_requests"] = args.requests
+    if args.streaming:
+        changes["streaming"] = True
+    if args.pattern:
+        changes["patterns"] = args.pattern
+    config = replace(config, **changes)  # type: ignore[arg-type]
+    try:
+        config.validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return config
+
+
+def _check_strategies_and_device(config: RunConfig) -> None:
+    """Refuse unknown strategies, a missing baseline or an unusable device before any work."""
+    from bench.rowpool import PoolShape, check_fits, default_shape
+    from bench.timing import resolve_device
+
+    chosen = resolve(config.strategies, external=config.external)
+    names = {s.name for s in chosen}
+    if config.baseline not in names:
+        raise UsageError(
+            f"baseline strategy {config.baseline!r} is not among the measured ones "
+            f"({', '.join(sorted(names))}); add it with --strategy or pick --baseline"
+        )
+    try:
+        device = resolve_device(config.device)
+        shape = default_shape(device, chunked_prefill_size=config.chunked_prefill_size)
+        if config.pool_rows is not None:
+            shape = PoolShape(rows=config.pool_rows, width=shape.width, dtype=shape.dtype)
+        check_fits(shape, device)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from bench import runner
+    from bench.console import render_table
+    from bench.results import check_free_space, new_run_dir, read_json
+
+    if args.resume:
+        run_dir = Path(args.resume)
+        manifest = read_json(run_dir / "manifest.json")
+        try:
+            config = RunConfig.from_json(json.dumps(manifest["config"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"{run_dir}/manifest.json: unusable configuration ({exc})") from None
+        _check_strategies_and_device(config)
+        check_free_space(run_dir)
+        missing = runner.missing_suites(manifest)
+        if not missing:
+            print(f"nothing to resume: {run_dir} is {manifest['status']}", file=sys.stderr)
+            print(render_table(run_dir))
+            return 0 if manifest["status"] == "complete" else EXIT_FAILED
+        print(f"resuming {run_dir}: {', '.join(missing)}", file=sys.stderr)
+    else:
+        config = _config_from_args(args)
+        _check_strategies_and_device(config)
+        out_base = Path(args.output_dir)
+        run_dir = new_run_dir(out_base)
+        check_free_space(run_dir)
+        command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
+        manifest = runner.start_run(config, run_dir, command)
+        print(f"run folder: {run_dir}", file=sys.stderr)
+    try:
+        manifest = runner.execute(run_dir, manifest, config)
+    except runner.Interrupted as exc:
+        print(
+            f"interrupted ({exc}); finished suites kept in {run_dir}; "
+            f"finish with: python -m bench run --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 128 + exc.signum
+    print(render_table(run_dir))
+    return 0 if manifest["status"] == "complete" else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m bench",
@@ -46,12 +179,56 @@ def build_parser() -> argparse.ArgumentParser:
         help="also load a strategy from a dotted module path or a .py file (repeatable)",
     )
     p_list.set_defaults(func=_cmd_list)
+
+    p_run = sub.add_parser("run", help="measure: run suites and write a run folder")
+    p_run.add_argument(
+        "--suite", action="append", type=_csv, help="lookup,step,gc,scaling (default: all)"
+    )
+    p_run.add_argument(
+        "--strategy", action="append", type=_csv, help="strategies to measure (default: all)"
+    )
+    p_run.add_argument(
+        "--external",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="also measure a strategy from a module path or .py file",
+    )
+    p_run.add_argument(
+        "--quick", action="store_true", help="the small CI-sized set (about a minute)"
+    )
+    p_run.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
+    p_run.add_argument(
+        "--requests", type=_positive_int, help="live requests in the scheduler (default 4096)"
+    )
+    p_run.add_argument(
+        "--pd-fraction", type=_fraction, help="share of requests using PD hidden state"
+    )
+    p_run.add_argument("--streaming", action="store_true", help="streaming hidden transfer")
+    p_run.add_argument("--pattern", type=_csv, help="access patterns: per_field,cached")
+    p_run.add_argument("--baseline", help="strategy ratios are taken against (default weakkey)")
+    p_run.add_argument("--seed", type=int)
+    p_run.add_argument("--workers", type=_positive_int, help="worker processes per suite")
+    p_run.add_argument("--values", type=_positive_int, help="measured values per worker")
+    p_run.add_argument(
+        "--pool-rows", type=_positive_int, help="row pool rows (default max(chunk, 16384))"
+    )
+    p_run.add_argument("--chunked-prefill-size", type=_positive_int)
+    p_run.add_argument("--background-objects", type=int, help="GC background heap size")
+    p_run.add_argument(
+        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go"
+    )
+    p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
+    p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
+    p_run.set_defaults(func=_cmd_run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
+        args.argv = argv
         return int(args.func(args))
     except (UsageError, StrategyError) as exc:
         print(f"error: {exc}", file=sys.stderr)

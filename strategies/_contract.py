@@ -103,9 +103,3 @@ def set_fields(state: object, fields: Mapping[str, object]) -> None:
         if name not in FIELD_DEFAULTS:
             raise TypeError(f"unknown PD-hidden field {name!r}; fields are: {', '.join(FIELDS)}")
         setattr(state, name, value)
-
-
-def clear_fields(state: object) -> None:
-    """Put every field of a state object back to its default."""
-    for name, value in FIELD_DEFAULTS.items():
-        setattr(state, name, value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strategies._contract import FIELD_DEFAULTS, clear_fields, set_fields
+from strategies._contract import FIELD_DEFAULTS, set_fields
 
 NAME = "fat_req"
 DESCRIPTION = "pre-review code: ten attributes set in every request's __init__, used or not"
@@ -30,11 +30,21 @@ def update(req: Any, **fields: object) -> None:
 
 
 def reset(req: Any) -> None:
-    clear_fields(req)
+    # ten direct stores, as the pre-review release path wrote them (no generic setattr loop)
+    req.meta = None
+    req.src_indices = None
+    req.dst_indices = None
+    req.written = None
+    req.capture_layer_ids = None
+    req.current_src_indices = None
+    req.current_start = None
+    req.current_row_len = 0
+    req.current_is_last = False
+    req.owner_direct_sent = False
 
 
 def release(req: Any) -> None:
-    clear_fields(req)
+    reset(req)
 
 
 def live_states() -> int:

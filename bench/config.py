@@ -1,0 +1,142 @@
+"""Run configuration: one frozen dataclass, validated once, passed to worker processes as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+SUITES: tuple[str, ...] = ("lookup", "step", "gc", "scaling")
+LOOKUP_OPS: tuple[str, ...] = ("get_hit", "get_miss", "peek_hit", "peek_miss", "update", "reset")
+# Upper bound on live requests: beyond ~1M the synthetic requests alone outgrow this machine.
+MAX_LIVE_REQUESTS = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Everything a run needs; `quick()` gives the CI-sized variant."""
+
+    suites: tuple[str, ...] = SUITES
+    strategies: tuple[str, ...] | None = None  # None: every registered strategy
+    external: tuple[str, ...] = ()
+    baseline: str = "weakkey"  # the PR's strategy: ratios are "x times the PR"
+    device: str = "auto"
+    seed: int = 0
+    # pyperf-style repetition: fresh worker processes, each with warm-up and measured values.
+    workers: int = 3
+    warmup_values: int = 1
+    values: int = 6
+    # lookup suite
+    lookup_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    lookup_min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
+    lookup_miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
+    # scheduler (step, gc, scaling)
+    live_requests: int = 4096
+    chunked_prefill_size: int = 8192
+    pool_rows: int | None = None  # None: max(chunked_prefill_size, 16384)
+    pd_fraction: float = 0.5
+    streaming: bool = False
+    patterns: tuple[str, ...] = ("per_field", "cached")
+    steps_per_value: int = 50
+    # gc suite
+    gc_modes: tuple[str, ...] = ("enabled", "frozen")
+    background_objects: int = 500_000
+    gc_steps_per_value: int = 100
+    gc_workers: int = 2
+    memory_sample_requests: int = 2_000
+    # scaling suite
+    scaling_sizes: tuple[int, ...] = (256, 1024, 4096, 16384, 65536)
+    scaling_steps_per_value: int = 10
+    scaling_workers: int = 2
+    scaling_pattern: str = "per_field"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def quick(self) -> RunConfig:
+        return replace(
+            self,
+            workers=1,
+            gc_workers=1,
+            scaling_workers=1,
+            values=8,
+            lookup_sizes=(1_000,),
+            lookup_min_value_ns=2_000_000,
+            lookup_miss_batch=500,
+            live_requests=1024,
+            steps_per_value=20,
+            gc_steps_per_value=40,
+            background_objects=200_000,
+            memory_sample_requests=500,
+            scaling_sizes=(256, 1024, 4096),
+            scaling_steps_per_value=5,
+        )
+
+    def validate(self) -> None:
+        """Raise ValueError with a one-line message for any impossible setting."""
+        unknown = [s for s in self.suites if s not in SUITES]
+        if unknown or not self.suites:
+            raise ValueError(
+                f"unknown suite {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(SUITES)}"
+            )
+        for name in (
+            "workers",
+            "gc_workers",
+            "scaling_workers",
+            "values",
+            "steps_per_value",
+            "gc_steps_per_value",
+            "scaling_steps_per_value",
+            "lookup_miss_batch",
+            "chunked_prefill_size",
+            "memory_sample_requests",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"{name.replace('_', '-')} must be a positive integer, got {value}"
+                )
+        if self.warmup_values < 0:
+            raise ValueError("warmup-values must be >= 0")
+        if self.values < 3:
+            raise ValueError("values must be at least 3 (medians and CIs need a sample)")
+        sizes = [self.live_requests, *self.lookup_sizes, *self.scaling_sizes]
+        for n in sizes:
+            if not isinstance(n, int) or n <= 0:
+                raise ValueError(f"request counts must be positive integers, got {n}")
+            if n > MAX_LIVE_REQUESTS:
+                raise ValueError(
+                    f"{n} live requests is beyond this harness's limit of {MAX_LIVE_REQUESTS}"
+                )
+        if self.live_requests < 16 or min(self.scaling_sizes) < 16:
+            raise ValueError("the scheduler needs at least 16 live requests")
+        if not 0.0 <= self.pd_fraction <= 1.0:
+            raise ValueError(f"pd-fraction must be within [0, 1], got {self.pd_fraction}")
+        if self.pool_rows is not None and self.pool_rows <= 0:
+            raise ValueError(f"pool-rows must be positive, got {self.pool_rows}")
+        if self.background_objects < 0:
+            raise ValueError("background-objects must be >= 0")
+        from bench.callsites import PATTERNS
+        from bench.gcprobe import GC_MODES
+
+        for p in (*self.patterns, self.scaling_pattern):
+            if p not in PATTERNS:
+                raise ValueError(f"unknown access pattern {p!r}; choose from {', '.join(PATTERNS)}")
+        for m in self.gc_modes:
+            if m not in GC_MODES:
+                raise ValueError(f"unknown GC mode {m!r}; choose from {', '.join(GC_MODES)}")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunConfig:
+        raw = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        args: dict[str, Any] = {}
+        for k, v in raw.items():
+            if k not in known:
+                raise ValueError(f"unknown configuration key {k!r}")
+            args[k] = tuple(v) if isinstance(v, list) else v
+        return cls(**args)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

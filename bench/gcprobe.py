@@ -1,0 +1,89 @@
+"""Garbage-collector observation: pauses via gc.callbacks, tracked objects, bytes per request."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.timing import now_ns
+
+GC_MODES: tuple[str, ...] = ("enabled", "frozen")
+
+
+@dataclass
+class GcProbe:
+    """Counts collections per generation and their pause time while installed."""
+
+    collections: list[int] = field(default_factory=lambda: [0, 0, 0])
+    pause_ns: list[int] = field(default_factory=lambda: [0, 0, 0])
+    max_pause_ns: int = 0
+    _start_ns: int = 0
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start_ns = now_ns()
+            return
+        pause = now_ns() - self._start_ns
+        gen = int(info.get("generation", 2))
+        self.collections[gen] += 1
+        self.pause_ns[gen] += pause
+        self.max_pause_ns = max(self.max_pause_ns, pause)
+
+    def __enter__(self) -> GcProbe:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    @property
+    def total_collections(self) -> int:
+        return sum(self.collections)
+
+    @property
+    def total_pause_ns(self) -> int:
+        return sum(self.pause_ns)
+
+
+def background_heap(n_objects: int) -> list[Any]:
+    """About n GC-tracked objects shaped like a server's long-lived heap (configs, caches)."""
+    heap: list[Any] = []
+    for i in range(n_objects // 2):
+        heap.append({"id": i, "tags": [i]})  # a dict and a list: 2 tracked objects
+    return heap
+
+
+def apply_gc_mode(mode: str) -> None:
+    """'enabled': default automatic GC. 'frozen': everything alive now moves to the permanent
+    generation (gc.freeze()), as engines do after warm-up."""
+    if mode not in GC_MODES:
+        raise ValueError(f"unknown GC mode {mode!r}; choose from {', '.join(GC_MODES)}")
+    gc.enable()
+    gc.unfreeze()
+    gc.collect()
+    if mode == "frozen":
+        gc.freeze()
+
+
+def tracked_objects() -> int:
+    return len(gc.get_objects())
+
+
+def per_item_cost(make: Callable[[int], list[Any]], n: int) -> tuple[float, float]:
+    """(bytes, tracked objects) per item that make(n) keeps alive, measured by difference."""
+    gc.collect()
+    objects_before = tracked_objects()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        keep = make(n)
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    gc.collect()
+    objects = tracked_objects() - objects_before
+    del keep
+    return (after - before) / n, objects / n

@@ -1,0 +1,190 @@
+"""Robust statistics for benchmark values: medians, IQR, bootstrap CIs, Mann-Whitney U.
+
+Pure Python on purpose (no scipy dependency): inputs are tens to thousands of values.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# A result whose IQR exceeds this share of its median is flagged noisy (DESIGN.md).
+NOISY_IQR_FRACTION = 0.10
+# Resamples for bootstrap CIs: 2,000 keeps the 2.5%/97.5% quantiles stable to ~1% of the width.
+BOOTSTRAP_RESAMPLES = 2000
+# Two-sided significance level for verdicts.
+ALPHA = 0.05
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile, q in [0, 1]."""
+    if not values:
+        raise ValueError("quantile of no values")
+    data = sorted(values)
+    pos = q * (len(data) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def iqr(values: Sequence[float]) -> float:
+    return quantile(values, 0.75) - quantile(values, 0.25)
+
+
+def is_noisy(values: Sequence[float]) -> bool:
+    m = median(values)
+    return m > 0 and iqr(values) / m > NOISY_IQR_FRACTION
+
+
+def bootstrap_median_ci(
+    values: Sequence[float], *, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    rng = random.Random(seed)
+    n = len(values)
+    meds = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(BOOTSTRAP_RESAMPLES))
+    tail = (1 - level) / 2
+    return quantile(meds, tail), quantile(meds, 1 - tail)
+
+
+def bootstrap_ratio_ci(
+    num: Sequence[float], den: Sequence[float], *, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """CI of median(num)/median(den), resampling both sides independently."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        d = statistics.median(rng.choices(den, k=len(den)))
+        n = statistics.median(rng.choices(num, k=len(num)))
+        ratios.append(n / d if d else math.inf)
+    ratios.sort()
+    tail = (1 - level) / 2
+    return quantile(ratios, tail), quantile(ratios, 1 - tail)
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (normal approximation with tie correction)."""
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        raise ValueError("Mann-Whitney needs values on both sides")
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    ranks = [0.0] * len(pooled)
+    tie_term = 0.0
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        rank = (i + j) / 2 + 1
+        for k in range(i, j + 1):
+            ranks[k] = rank
+        t = j - i + 1
+        tie_term += t**3 - t
+        i = j + 1
+    r1 = sum(r for r, (_, side) in zip(ranks, pooled, strict=True) if side == 0)
+    u1 = r1 - n1 * (n1 + 1) / 2
+    mu = n1 * n2 / 2
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))) if n > 1 else 0.0
+    if var <= 0:
+        return 1.0
+    z = (abs(u1 - mu) - 0.5) / math.sqrt(var)  # continuity correction
+    return max(0.0, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How `value` compares with `baseline`: ratio of medians with CI and a verdict."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    significant: bool
+
+    @property
+    def verdict(self) -> str:
+        if not self.significant:
+            return "same"
+        return "slower" if self.ratio > 1 else "faster"
+
+
+def wilcoxon_signed_rank_p(diffs: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p-value (normal approximation, zeros dropped, ties
+    averaged): are paired differences centred on zero?"""
+    nz = [d for d in diffs if d != 0]
+    n = len(nz)
+    if n == 0:
+        return 1.0
+    order = sorted(range(n), key=lambda i: abs(nz[i]))
+    ranks = [0.0] * n
+    tie_term = 0.0
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and abs(nz[order[j + 1]]) == abs(nz[order[i]]):
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        t = j - i + 1
+        tie_term += t**3 - t
+        i = j + 1
+    w_plus = sum(r for r, d in zip(ranks, nz, strict=True) if d > 0)
+    mu = n * (n + 1) / 4
+    var = n * (n + 1) * (2 * n + 1) / 24 - tie_term / 48
+    if var <= 0:
+        return 1.0
+    z = (abs(w_plus - mu) - 0.5) / math.sqrt(var)
+    return max(0.0, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+
+
+def compare(
+    values: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    paired: bool = False,
+    seed: int = 0,
+    alpha: float = ALPHA,
+) -> Comparison:
+    """Ratio of `values` to `baseline` with a (1 - alpha) bootstrap CI and a significance test.
+
+    paired=True when value i of both was taken in the same interleaved round (adjacent in time,
+    over the same scheduler steps): the ratio is then the median of per-round ratios, its CI a
+    bootstrap over rounds, and the test Wilcoxon's signed-rank on log ratios. This removes the
+    drift and workload variation that both sides share. Unpaired: ratio of medians, independent
+    bootstrap, Mann-Whitney U.
+    """
+    if paired and len(values) == len(baseline) and len(values) > 1:
+        ratios = [v / b for v, b in zip(values, baseline, strict=True)]
+        ratio = median(ratios)
+        lo, hi = bootstrap_median_ci(ratios, seed=seed, level=1 - alpha)
+        p = wilcoxon_signed_rank_p([math.log(r) for r in ratios])
+    else:
+        ratio = median(values) / median(baseline)
+        lo, hi = bootstrap_ratio_ci(values, baseline, seed=seed, level=1 - alpha)
+        p = mann_whitney_p(values, baseline)
+    significant = p < alpha and not (lo <= 1.0 <= hi)
+    return Comparison(ratio=ratio, ci_low=lo, ci_high=hi, p_value=p, significant=significant)
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares slope and intercept."""
+    if len(xs) < 2:
+        raise ValueError("a fit needs at least two points")
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        raise ValueError("a fit needs at least two distinct x values")
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return slope, my - slope * mx
+
+
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Slope of log(y) against log(x): ~0 constant, ~1 linear growth."""
+    return linear_fit([math.log(x) for x in xs], [math.log(y) for y in ys])[0]

@@ -1,0 +1,48 @@
+"""Worker process: runs one suite once and writes its SuiteOutput as JSON.
+
+    python -m bench.worker SUITE CONFIG_JSON_FILE OUTPUT_JSON_FILE WORKER_INDEX
+
+Each worker is a fresh interpreter (as pyperf's workers are): hash seeds, allocator state and
+memory layout differ from one to the next, so values from several workers sample that noise
+instead of hiding it.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import torch
+
+from bench.config import RunConfig
+from bench.results import write_json
+from bench.suites import RUNNERS, WorkerContext
+from bench.timing import resolve_device
+from strategies import resolve
+
+# One intra-op thread: on the CPU the pool copies then run on the measured thread alone,
+# instead of waking a thread pool whose scheduling adds noise on a 2-core machine.
+TORCH_THREADS = 1
+
+
+def main(argv: list[str]) -> int:
+    suite, config_path, output_path, index = argv
+    config = RunConfig.from_json(Path(config_path).read_text(encoding="utf-8"))
+    torch.set_num_threads(TORCH_THREADS)
+    device = resolve_device(config.device)
+    strategies = resolve(config.strategies, external=config.external)
+    ctx = WorkerContext(
+        config=config,
+        worker_index=int(index),
+        device=device,
+        strategies=strategies,
+        rng=random.Random(config.seed * 1009 + int(index)),
+    )
+    output = RUNNERS[suite](ctx)
+    write_json(Path(output_path), output.to_dict())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
