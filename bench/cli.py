@@ -68,6 +68,8 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
     config = RunConfig()
     if args.quick:
         config = config.quick()
+    if args.config:
+        config = _load_config_file(Path(args.config), config)
     changes: dict[str, object] = {"device": args.device, "external": tuple(args.external)}
     if args.suite:
         changes["suites"] = tuple(dict.fromkeys(x for group in args.suite for x in group))
@@ -98,6 +100,20 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return config
+
+
+def _load_config_file(path: Path, base: RunConfig) -> RunConfig:
+    """Overrides from a JSON object of RunConfig fields (see bench/config.py)."""
+    from bench.results import read_json
+
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: expected a JSON object of configuration keys")
+    merged = {**json.loads(base.to_json()), **raw}
+    try:
+        return RunConfig.from_json(json.dumps(merged))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{path}: {exc}") from None
 
 
 def _check_strategies_and_device(config: RunConfig) -> None:
@@ -196,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_run.add_argument(
         "--quick", action="store_true", help="the small CI-sized set (about a minute)"
+    )
+    p_run.add_argument(
+        "--config", metavar="JSON", help="configuration overrides (keys of bench/config.py)"
     )
     p_run.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     p_run.add_argument(

@@ -30,6 +30,7 @@ class RunConfig:
     lookup_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     lookup_min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
     lookup_miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
+    lookup_max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
     # scheduler (step, gc, scaling)
     live_requests: int = 4096
     chunked_prefill_size: int = 8192
@@ -86,6 +87,7 @@ class RunConfig:
             "gc_steps_per_value",
             "scaling_steps_per_value",
             "lookup_miss_batch",
+            "lookup_max_pass",
             "chunked_prefill_size",
             "memory_sample_requests",
         ):

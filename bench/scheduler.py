@@ -321,12 +321,16 @@ class SyntheticScheduler:
             self.step()
 
     def close(self) -> None:
-        """Release every live request (strategies with side tables need it)."""
-        for queue in (self.bootstrap, self.waiting, self.inflight):
-            for t in queue:
-                self.strategy.release(t.req)
-            queue.clear()
+        """Release every live request and its rows (strategies with side tables need it)."""
+        live = [*self.bootstrap, *self.waiting, *self.inflight]
         if self.chunked is not None:
-            self.strategy.release(self.chunked.req)
-            self.chunked = None
+            live.append(self.chunked)
+        for t in live:
+            self.strategy.release(t.req)
+            if t.rows is not None:
+                self.allocator.free(t.rows)
+                t.rows = None
+        for queue in (self.bootstrap, self.waiting, self.inflight):
+            queue.clear()
+        self.chunked = None
         self.finished.clear()

@@ -9,11 +9,12 @@ of requests built just before, and releases them just after, untimed.
 
 from __future__ import annotations
 
-import gc
+import random
 from collections.abc import Callable
 from typing import Any
 
 from bench.config import LOOKUP_OPS
+from bench.gcprobe import gc_paused
 from bench.suites.common import Subject, SuiteOutput, WorkerContext, failure_text, interleave
 from bench.timing import time_loop_ns
 from bench.workload import make_request_class
@@ -38,7 +39,9 @@ assert tuple(_TEN_FIELDS) == FIELDS
 class Population:
     """`n` live requests of one strategy, each holding its state, plus request factories."""
 
-    def __init__(self, strategy: Strategy, n: int, miss_batch: int) -> None:
+    def __init__(
+        self, strategy: Strategy, n: int, miss_batch: int, max_pass: int, rng: random.Random
+    ) -> None:
         self.strategy = strategy
         self.cls = make_request_class(strategy)
         self._ids = [1, 2, 3, 4]
@@ -48,6 +51,10 @@ class Population:
             strategy.get(req)
         self.never_stated = self.fresh(min(n, miss_batch))  # peek_miss: never get() on these
         self.miss_batch = min(n, miss_batch)
+        # Timed passes visit a seeded random sample of the live requests, in random order:
+        # the table still holds all n (its size is what is being varied), while a pass over
+        # 1e5 requests of a slow strategy does not take seconds.
+        self.sample = rng.sample(self.live, min(n, max_pass))
 
     def fresh(self, n: int) -> list[Any]:
         cls, ids, start = self.cls, self._ids, self._serial
@@ -58,6 +65,7 @@ class Population:
         for req in self.live:
             self.strategy.release(req)
         self.live = []
+        self.sample = []
         self.never_stated = []
 
 
@@ -78,7 +86,6 @@ def _timed_passes(run_pass: Callable[[], None], passes: int) -> int:
 def _subject(ctx: WorkerContext, pop: Population, op: str, n: int) -> Subject:
     s = pop.strategy
     get, peek, update, reset = s.get, s.peek, s.update, s.reset
-    reqs = pop.live
     name = f"lookup/{s.name}/op={op}/live={n}"
     min_ns = ctx.config.lookup_min_value_ns
 
@@ -101,7 +108,7 @@ def _subject(ctx: WorkerContext, pop: Population, op: str, n: int) -> Subject:
     if op == "peek_miss":
         targets = pop.never_stated
     else:
-        targets = reqs
+        targets = pop.sample
 
     def pass_get() -> None:
         for r in targets:
@@ -136,21 +143,33 @@ def _subject(ctx: WorkerContext, pop: Population, op: str, n: int) -> Subject:
     return Subject(name=name, strategy=s.name, measure=measure, loops=ops_per_value)
 
 
+def _build(ctx: WorkerContext, out: SuiteOutput, n: int) -> tuple[list[Population], list[Subject]]:
+    populations: list[Population] = []
+    subjects: list[Subject] = []
+    for s in ctx.strategies:
+        if s.name in out.failures:
+            continue
+        try:
+            pop = Population(
+                s,
+                n,
+                ctx.config.lookup_miss_batch,
+                ctx.config.lookup_max_pass,
+                random.Random(ctx.config.seed + n),
+            )
+            populations.append(pop)
+            subjects += [_subject(ctx, pop, op, n) for op in LOOKUP_OPS]
+        except Exception as exc:
+            out.failures[s.name] = f"lookup/{s.name} setup at live={n}: {failure_text(exc)}"
+    return populations, subjects
+
+
 def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     sizes = ctx.config.lookup_sizes
     for i, n in enumerate(sizes):
-        populations: list[Population] = []
-        subjects: list[Subject] = []
-        for s in ctx.strategies:
-            if s.name in out.failures:
-                continue
-            try:
-                pop = Population(s, n, ctx.config.lookup_miss_batch)
-                populations.append(pop)
-                subjects += [_subject(ctx, pop, op, n) for op in LOOKUP_OPS]
-            except Exception as exc:
-                out.failures[s.name] = f"lookup/{s.name} setup at live={n}: {failure_text(exc)}"
+        with gc_paused():
+            populations, subjects = _build(ctx, out, n)
         interleave(
             ctx,
             out,
@@ -159,8 +178,8 @@ def run(ctx: WorkerContext) -> SuiteOutput:
             progress_base=i / len(sizes),
             progress_span=1 / len(sizes),
         )
-        for pop in populations:
-            pop.close()
-        del populations, subjects
-        gc.collect()
+        with gc_paused():
+            for pop in populations:
+                pop.close()
+            del populations, subjects
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.gcprobe import GcProbe
+from bench.gcprobe import GcProbe, gc_paused
 from bench.scheduler import SyntheticScheduler, make_hidden
 from bench.suites.common import Subject, SuiteOutput, WorkerContext, failure_text, interleave
 from bench.timing import StepClock
@@ -74,7 +74,8 @@ def build_recorders(
                 else f"{prefix}/{s.name}{name_suffix}"
             )
             try:
-                sched = SyntheticScheduler(s, params, pool, hidden=hidden)
+                with gc_paused():
+                    sched = SyntheticScheduler(s, params, pool, hidden=hidden)
             except Exception as exc:
                 out.failures[s.name] = f"{name} setup: {failure_text(exc)}"
                 break

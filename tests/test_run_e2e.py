@@ -1,0 +1,141 @@
+"""`python -m bench run` end to end in a tiny configuration: structure and sanity of what it
+writes, never timings. One run (module-scoped) feeds every check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.config import LOOKUP_OPS, SUITES
+from bench.results import load_pyperf, values_of
+from tests.helpers import FIXTURES, ROOT, run_cli
+
+STRATEGIES = [
+    "control",
+    "declared",
+    "dynattr",
+    "fat_req",
+    "rid_dict",
+    "slots",
+    "tensor_soa",
+    "weakkey",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reports")
+    proc = run_cli(
+        "run",
+        "--config",
+        str(FIXTURES / "tiny_config.json"),
+        "--device",
+        "cpu",
+        "--output-dir",
+        str(out),
+        "--no-report",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    assert "run folder:" in proc.stdout
+    assert "ETA" in proc.stderr  # progress was shown
+    return folder
+
+
+def test_manifest_records_a_complete_run(run_dir: Path) -> None:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert list(manifest["config"]["suites"]) == list(SUITES)
+    assert all(manifest["suites"][s]["status"] == "done" for s in SUITES)
+    env = manifest["environment"]
+    for key in ("python", "torch", "device", "cpu", "git_commit"):
+        assert env[key]
+    assert sorted(manifest["strategies"]) == STRATEGIES
+    assert all(len(m["source_sha256"]) == 64 for m in manifest["strategies"].values())
+    assert manifest["command"].startswith("python -m bench run")
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_every_suite_writes_pyperf_json_that_pyperf_opens(run_dir: Path, suite: str) -> None:
+    path = run_dir / f"{suite}.json"
+    values = values_of(load_pyperf(path))
+    assert values
+    assert all(v and all(x > 0 for x in v) for v in values.values())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyperf", "stats", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Number of values" in proc.stdout or "Total duration" in proc.stdout
+
+
+def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
+    names = {suite: set(values_of(load_pyperf(run_dir / f"{suite}.json"))) for suite in SUITES}
+    for s in STRATEGIES:
+        for op in LOOKUP_OPS:
+            assert f"lookup/{s}/op={op}/live=200" in names["lookup"]
+        for pattern in ("per_field", "cached"):
+            assert f"step/{s}/pattern={pattern}" in names["step"]
+        for mode in ("enabled", "frozen"):
+            assert f"gc/{s}/gc={mode}" in names["gc"]
+        assert f"memory/{s}/metric=request_bytes" in names["gc"]
+        for n in (32, 64):
+            assert f"scaling/{s}/live={n}" in names["scaling"]
+
+
+def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyperf",
+            "compare_to",
+            str(run_dir / "step.json"),
+            str(run_dir / "step.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_extras_hold_percentiles_ratios_gc_and_fits(run_dir: Path) -> None:
+    step = json.loads((run_dir / "step.extra.json").read_text())
+    p = step["percentiles"]["step/weakkey/pattern=per_field"]
+    assert p["p50_ns"] <= p["p99_ns"] <= p["p999_ns"] <= p["max_ns"]
+    assert p["steps"] == 3 * 3  # values x steps per value, warm-up excluded
+    assert set(step["pattern_ratios"]) == set(STRATEGIES)
+    summaries = {s["name"]: s for s in step["summaries"]}
+    declared = summaries["step/declared/pattern=per_field"]
+    assert declared["ratio"] is not None
+    assert declared["ratio_low"] <= declared["ratio"] <= declared["ratio_high"]
+    assert declared["verdict"] in ("faster", "slower", "same")
+    assert summaries["step/weakkey/pattern=per_field"]["ratio"] is None  # the baseline
+
+    gc_extra = json.loads((run_dir / "gc.extra.json").read_text())
+    assert set(gc_extra["gc_rates"]) == {"enabled", "frozen"}
+    memory = gc_extra["memory"]
+    assert memory["weakkey"]["state_tracked_objects"] >= 1  # the state object at least
+    assert memory["control"]["state_tracked_objects"] == pytest.approx(0, abs=0.05)
+
+    scaling = json.loads((run_dir / "scaling.extra.json").read_text())
+    fit = scaling["fits"]["weakkey"]
+    assert fit["sizes"] == [32, 64]
+    assert "marginal_ns_per_request" in fit
+
+
+def test_terminal_table_was_printed(run_dir: Path) -> None:
+    proc = run_cli("run", "--resume", str(run_dir))
+    assert proc.returncode == 0
+    assert "nothing to resume" in proc.stderr
+    assert "ratio [95% CI]" in proc.stdout
+    assert "step/declared/pattern=per_field" in proc.stdout
