@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,39 @@ def _run_worker(
     return rc, "\n".join(tail)
 
 
+def worker_jobs(config: RunConfig, suite: str, n_workers: int) -> list[tuple[int, RunConfig]]:
+    """(worker index, configuration) per worker process. The gc suite needs one strategy's
+    heap alone: one process per strategy per repetition, strategies in a seeded shuffled
+    order each repetition. Other suites: every strategy in each process, interleaved."""
+    if suite != "gc":
+        return [(w, config) for w in range(n_workers)]
+    names = [s.name for s in resolve(config.strategies, external=config.external)]
+    rng = random.Random(config.seed)
+    jobs = []
+    for w in range(n_workers):
+        order = list(names)
+        rng.shuffle(order)
+        jobs += [
+            (w, replace(config, strategies=(name,), external=_external_for(config, name)))
+            for name in order
+        ]
+    return jobs
+
+
+def _external_for(config: RunConfig, name: str) -> tuple[str, ...]:
+    """Only the external spec that defines `name` (a worker resolves just its strategy)."""
+    for spec in config.external:
+        if resolve_external_name(spec) == name:
+            return (spec,)
+    return ()
+
+
+def resolve_external_name(spec: str) -> str:
+    from strategies import load_external
+
+    return load_external(spec).name
+
+
 def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) -> dict[str, Any]:
     """All workers of one suite; writes <suite>.json and <suite>.extra.json; returns status."""
     n_workers = workers_for(config, suite)
@@ -135,21 +169,22 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
     extras: list[dict[str, Any]] = []
     worker_errors: list[str] = []
     t0 = wall_s()
+    jobs = worker_jobs(config, suite, n_workers)
     with tempfile.TemporaryDirectory(prefix=f".{suite}-", dir=run_dir) as tmp:
-        cfg_path = Path(tmp) / "config.json"
-        cfg_path.write_text(config.to_json(), encoding="utf-8")
-        for w in range(n_workers):
-            out_path = Path(tmp) / f"worker{w}.json"
+        for j, (w, job_config) in enumerate(jobs):
+            cfg_path = Path(tmp) / f"config{j}.json"
+            cfg_path.write_text(job_config.to_json(), encoding="utf-8")
+            out_path = Path(tmp) / f"worker{j}.json"
 
-            def relay(frac: float, label: str, w: int = w) -> None:
+            def relay(frac: float, label: str, j: int = j) -> None:
                 progress.update(
-                    suite, (w + frac) / n_workers, f"{label} (worker {w + 1}/{n_workers})"
+                    suite, (j + frac) / len(jobs), f"{label} (worker {j + 1}/{len(jobs)})"
                 )
 
             rc, tail = _run_worker(suite, cfg_path, out_path, w, relay)
             if rc != 0 or not out_path.exists():
                 last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
-                worker_errors.append(f"worker {w} failed: {last}")
+                worker_errors.append(f"worker {j} failed: {last}")
                 continue
             data = read_json(out_path)
             for name, b in data["benchmarks"].items():
@@ -236,7 +271,7 @@ def summarize_extras(
         for e in extras:
             for mode, m in e.get("modes", {}).items():
                 acc = modes.setdefault(mode, {"per_benchmark": {}, "tracked_objects_at_start": []})
-                acc["tracked_objects_at_start"].append(m["tracked_objects_at_start"])
+                acc["tracked_objects_at_start"].extend(m["tracked_objects_at_start"])
                 for name, pb in m["per_benchmark"].items():
                     tot = acc["per_benchmark"].setdefault(
                         name,
@@ -259,8 +294,10 @@ def summarize_extras(
         out["tracked_objects_at_start"] = {
             m: v["tracked_objects_at_start"] for m, v in modes.items()
         }
-        memory = [e["memory"] for e in extras if "memory" in e]
-        out["memory"] = memory[0] if memory else {}
+        memory: dict[str, Any] = {}
+        for e in extras:  # one strategy per gc worker: merge their memory figures
+            memory.update(e.get("memory", {}))
+        out["memory"] = memory
     return out
 
 

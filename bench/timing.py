@@ -71,7 +71,7 @@ class StepClock:
         return host_ns, int(begin.elapsed_time(end) * 1e6)
 
 
-def time_loop_ns(func: Callable[[int], None], loops: int) -> int:
+def time_loop_ns(func: Callable[[int], object], loops: int) -> int:
     """Host nanoseconds taken by func(loops); func runs the loop itself (pyperf's time_func)."""
     t0 = now_ns()
     func(loops)

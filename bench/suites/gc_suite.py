@@ -1,10 +1,16 @@
 """gc: GC pressure per strategy, with automatic GC enabled and with gc.freeze() after warm-up,
 over a background heap of `background_objects` tracked objects (production heaps hold 1e5-1e6).
 
-Names: gc/<strategy>/gc=<mode> (mean step latency under that GC mode; per_field pattern, the
-PR's code), memory/<strategy>/request_bytes and memory/<strategy>/tracked_objects_per_request.
-Extras: collections per generation, total and longest pause per 1,000 steps (gc.callbacks),
-per-step latencies with a GC flag, and bytes/objects per request net of a bare request.
+A GC measurement needs the heap of one strategy alone, so unlike the other suites each worker
+process holds ONE strategy (the runner starts one process per strategy per repetition, in a
+shuffled order). Per process and GC mode:
+  gc/<strategy>/gc=<mode>       mean scheduler step latency (per_field pattern, the PR's code)
+  gc_full/<strategy>/gc=<mode>  pause of a full gc.collect() with the live population, the cost
+                                production sees as 100-400 ms stalls (frozen objects are skipped)
+and, once per strategy, memory/<strategy>/metric=request_bytes and tracked_objects_per_request
+(tracemalloc and gc.get_objects, net of a bare request in the extras). Extras: collections per
+generation, total and longest pause per 1,000 steps (gc.callbacks), per-step latencies with a
+GC flag, tracked objects in the heap.
 """
 
 from __future__ import annotations
@@ -13,9 +19,13 @@ import functools
 import gc
 from typing import Any
 
-from bench.gcprobe import GcProbe, apply_gc_mode, background_heap, per_item_cost
-from bench.suites.common import Subject, SuiteOutput, WorkerContext, failure_text, interleave
-from bench.suites.step import build_recorders, close_all, step_extras, subjects_for
+import torch
+
+from bench.gcprobe import GcProbe, apply_gc_mode, background_heap, gc_paused, per_item_cost
+from bench.scheduler import SyntheticScheduler
+from bench.suites.common import SuiteOutput, WorkerContext, failure_text
+from bench.suites.step import StepRecorder
+from bench.timing import StepClock, time_loop_ns
 from bench.workload import make_request_class
 from strategies import Strategy
 
@@ -39,8 +49,6 @@ def _memory(ctx: WorkerContext, out: SuiteOutput) -> dict[str, Any]:
         "bare_request_objects": bare_objects,
     }
     for s in ctx.strategies:
-        if s.name in out.failures:
-            continue
         try:
             cls = make_request_class(s)
 
@@ -77,97 +85,94 @@ def _memory(ctx: WorkerContext, out: SuiteOutput) -> dict[str, Any]:
     return result
 
 
-def _new_acc() -> dict[str, Any]:
-    return {"collections": [0, 0, 0], "pause_ns": [0, 0, 0], "max_pause_ns": 0, "steps": 0}
+# Full collections timed per process and mode: 5 gives a median robust to one outlier.
+FULL_COLLECTIONS = 5
 
 
-def _run_mode(
-    ctx: WorkerContext, out: SuiteOutput, mode: str, progress_base: float, span: float
-) -> dict[str, Any]:
-    """Interleaved scheduler steps of every strategy under one GC mode."""
+def _full_collection_s() -> float:
+    return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
+
+
+def _run_mode(ctx: WorkerContext, out: SuiteOutput, s: Strategy, mode: str) -> dict[str, Any]:
     cfg = ctx.config
     steps = cfg.gc_steps_per_value
-    heap = background_heap(cfg.background_objects)
+    pool = ctx.make_pool()
+    params = ctx.scheduler_params(pattern=GC_PATTERN)
+    with gc_paused():
+        sched = SyntheticScheduler(s, params, pool)
     with GcProbe() as probe:
-        recorders = build_recorders(
-            ctx,
-            out,
-            prefix="gc",
-            patterns=(GC_PATTERN,),
-            live_requests=cfg.live_requests,
-            probe=probe,
-            name_suffix=f"/gc={mode}",
-        )
-        for rec in recorders.values():  # warm-up before freezing, as engines do
-            rec.scheduler.run(steps)
+        rec = StepRecorder(sched, StepClock(ctx.device), probe)
+        sched.run(steps)  # warm-up before freezing, as engines do
         apply_gc_mode(mode)
-        tracked_at_start = len(gc.get_objects())
-        totals = {name: _new_acc() for name in recorders}
-        last: dict[str, tuple[list[int], list[int], int]] = {}
-
-        def measure(name: str) -> float:
+        tracked = len(gc.get_objects())
+        name = f"gc/{s.name}/gc={mode}"
+        acc: dict[str, Any] = {
+            "collections": [0, 0, 0],
+            "pause_ns": [0, 0, 0],
+            "max_pause_ns": 0,
+            "steps": 0,
+        }
+        for r in range(cfg.warmup_values + cfg.values):
+            warmup = r < cfg.warmup_values
             c0, p0 = list(probe.collections), list(probe.pause_ns)
             probe.max_pause_ns = 0
-            value = recorders[name].measure(steps)
-            last[name] = (
-                [a - b for a, b in zip(probe.collections, c0, strict=True)],
-                [a - b for a, b in zip(probe.pause_ns, p0, strict=True)],
-                probe.max_pause_ns,
-            )
-            return value
-
-        def keep(subject: Subject, warmup: bool) -> None:
-            rec = recorders[subject.name]
-            cols, pauses, longest = last.pop(subject.name)
+            value = rec.measure(steps)
+            out.add(name, value, warmup=warmup, loops=steps, unit="second")
             if warmup:
                 rec.pending = {}
-                return
+                continue
             rec.commit()
-            acc = totals[subject.name]
-            acc["collections"] = [a + b for a, b in zip(acc["collections"], cols, strict=True)]
-            acc["pause_ns"] = [a + b for a, b in zip(acc["pause_ns"], pauses, strict=True)]
-            acc["max_pause_ns"] = max(acc["max_pause_ns"], longest)
+            acc["collections"] = [
+                a + b - c for a, b, c in zip(acc["collections"], probe.collections, c0, strict=True)
+            ]
+            acc["pause_ns"] = [
+                a + b - c for a, b, c in zip(acc["pause_ns"], probe.pause_ns, p0, strict=True)
+            ]
+            acc["max_pause_ns"] = max(acc["max_pause_ns"], probe.max_pause_ns)
             acc["steps"] += steps
-
-        subjects = subjects_for(recorders, steps)
-        for subj in subjects:
-            subj.measure = functools.partial(measure, subj.name)
-        interleave(
-            ctx,
-            out,
-            subjects,
-            label=f"gc={mode}",
-            progress_base=progress_base,
-            progress_span=span,
-            after_value=keep,
+    for _ in range(FULL_COLLECTIONS):
+        out.add(
+            f"gc_full/{s.name}/gc={mode}",
+            _full_collection_s(),
+            warmup=False,
+            loops=1,
+            unit="second",
         )
-    result = {
-        "tracked_objects_at_start": tracked_at_start,
-        "background_objects": len(heap) * 2,
-        "per_benchmark": totals,
-        "steps": step_extras(recorders),
+    sched.close()
+    gc.unfreeze()
+    gc.enable()
+    return {
+        "tracked_objects_at_start": tracked,
+        "per_benchmark": {name: acc},
+        "steps": {name: {**rec.kept, "live_requests": params.live_requests}},
     }
-    close_all(recorders)
-    return result
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     cfg = ctx.config
+    torch.set_num_threads(1)
     if ctx.worker_index == 0:
         out.extra["memory"] = _memory(ctx, out)
-    ctx.progress(0.1, "gc: memory per request")
     out.extra["modes"] = {}
-    n_modes = len(cfg.gc_modes)
-    try:
-        for i, mode in enumerate(cfg.gc_modes):
-            out.extra["modes"][mode] = _run_mode(
-                ctx, out, mode, 0.1 + 0.9 * i / n_modes, 0.9 / n_modes
-            )
+    for s in ctx.strategies:
+        if s.name in out.failures:
+            continue
+        heap = background_heap(cfg.background_objects)
+        try:
+            for i, mode in enumerate(cfg.gc_modes):
+                result = _run_mode(ctx, out, s, mode)
+                merged = out.extra["modes"].setdefault(
+                    mode, {"tracked_objects_at_start": [], "per_benchmark": {}, "steps": {}}
+                )
+                merged["tracked_objects_at_start"].append(result["tracked_objects_at_start"])
+                merged["per_benchmark"].update(result["per_benchmark"])
+                merged["steps"].update(result["steps"])
+                ctx.progress((i + 1) / len(cfg.gc_modes), f"gc {s.name} gc={mode}")
+        except Exception as exc:
+            out.failures[s.name] = f"gc/{s.name}: {failure_text(exc)}"
+        finally:
             gc.unfreeze()
             gc.enable()
-            gc.collect()
-    finally:
-        gc.unfreeze()
-        gc.enable()
+        del heap
     return out
