@@ -7,10 +7,20 @@ cost lives in the real code. Rows are handed out as `list(range(...))` like the 
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 
 import torch
+
+from bench.allocator import IntervalAllocator, is_contiguous
+
+__all__ = [
+    "IntervalAllocator",
+    "PoolShape",
+    "RowPool",
+    "check_fits",
+    "default_shape",
+    "is_contiguous",
+]
 
 # Production shape on a GPU: 3 capture layers x a DeepSeek-class hidden size of 7168, bf16,
 # pool rows = max(chunked_prefill_size, 16384).
@@ -64,70 +74,6 @@ def check_fits(shape: PoolShape, device: torch.device, *, copies: int = 1) -> No
             f"on {device.type}; only {have / 2**30:.1f} GiB free (limit "
             f"{MAX_MEMORY_FRACTION:.0%}): lower --pool-rows"
         )
-
-
-class IntervalAllocator:
-    """Free rows as a sorted list of disjoint half-open (start, end) intervals, under a lock."""
-
-    def __init__(self, rows: int) -> None:
-        self.rows = rows
-        self._free: list[tuple[int, int]] = [(0, rows)] if rows > 0 else []
-        self._lock = threading.Lock()
-
-    def free_rows(self) -> int:
-        return sum(end - start for start, end in self._free)
-
-    def alloc(self, n: int) -> list[int] | None:
-        """First-fit contiguous run of n rows, else the lowest free rows; None if too few."""
-        if n <= 0:
-            return []
-        with self._lock:
-            for i, (start, end) in enumerate(self._free):
-                if end - start >= n:
-                    if end - start == n:
-                        del self._free[i]
-                    else:
-                        self._free[i] = (start + n, end)
-                    return list(range(start, start + n))
-            if self.free_rows() < n:
-                return None
-            rows: list[int] = []
-            while len(rows) < n:
-                start, end = self._free[0]
-                take = min(end - start, n - len(rows))
-                rows.extend(range(start, start + take))
-                if start + take == end:
-                    del self._free[0]
-                else:
-                    self._free[0] = (start + take, end)
-            return rows
-
-    def free(self, indices: list[int]) -> None:
-        """Return rows; double frees are ignored; adjacent intervals are merged."""
-        if not indices:
-            return
-        with self._lock:
-            runs: list[tuple[int, int]] = []
-            for r in sorted(indices):
-                if runs and r < runs[-1][1]:
-                    continue  # duplicate within this call
-                if runs and r == runs[-1][1]:
-                    runs[-1] = (runs[-1][0], r + 1)
-                else:
-                    runs.append((r, r + 1))
-            # union with the free list: overlaps (double frees) collapse, neighbours merge
-            merged: list[tuple[int, int]] = []
-            for start, end in sorted(self._free + runs):
-                if merged and start <= merged[-1][1]:
-                    if end > merged[-1][1]:
-                        merged[-1] = (merged[-1][0], end)
-                else:
-                    merged.append((start, end))
-            self._free = merged
-
-
-def is_contiguous(indices: list[int]) -> bool:
-    return bool(indices) and indices[-1] - indices[0] + 1 == len(indices)
 
 
 class RowPool:

@@ -94,18 +94,21 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def _run_worker(
+def run_worker(
     suite: str,
     config_path: Path,
     out_path: Path,
     index: int,
     on_progress: Callable[[float, str], None],
+    *,
+    cwd: Path | None = None,
 ) -> tuple[int, str]:
-    """Run one worker; relay its progress; return (exit code, tail of its stderr)."""
+    """Run one worker (in `cwd`'s source tree when given: `-m` puts it first on sys.path);
+    relay its progress; return (exit code, tail of its stderr)."""
     cmd = [sys.executable, "-m", "bench.worker", suite, str(config_path), str(out_path), str(index)]
     env = {**os.environ, "PYTHONHASHSEED": str(index + 1)}
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
     )
     tail: list[str] = []
     try:
@@ -181,7 +184,7 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
                     suite, (j + frac) / len(jobs), f"{label} (worker {j + 1}/{len(jobs)})"
                 )
 
-            rc, tail = _run_worker(suite, cfg_path, out_path, w, relay)
+            rc, tail = run_worker(suite, cfg_path, out_path, w, relay)
             if rc != 0 or not out_path.exists():
                 last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
                 worker_errors.append(f"worker {j} failed: {last}")

@@ -20,15 +20,19 @@ import random
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
+from bench.allocator import IntervalAllocator
 from bench.callsites import PATTERNS, CallSites, compile_callsites
-from bench.rowpool import IntervalAllocator, RowPool
+from bench.hostpool import HostPool
 from bench.workload import DEFAULT_REQUEST_ATTRS, Arrival, StreamParams, make_request_class
 from bench.workload import request_stream as make_stream
 from strategies import Strategy
+
+if TYPE_CHECKING:
+    import torch
+
+    from bench.rowpool import RowPool
 
 # Requests waiting for prefill at steady state: enough that every batch fills its token budget.
 WAITING_TARGET = 8
@@ -91,6 +95,8 @@ class Tracked:
 
 
 def make_hidden(params: SchedulerParams, pool: RowPool) -> torch.Tensor:
+    import torch  # here, not at module level: the instruction gate runs without torch
+
     shape = (params.chunked_prefill_size, pool.shape.width)
     return torch.zeros(shape, dtype=pool.shape.dtype, device=pool.device)
 
@@ -104,11 +110,11 @@ class SyntheticScheduler:
         self,
         strategy: Strategy,
         params: SchedulerParams,
-        pool: RowPool,
+        pool: RowPool | HostPool,
         *,
         verify: bool = False,
         sites: CallSites | None = None,
-        hidden: torch.Tensor | None = None,
+        hidden: torch.Tensor | range | None = None,
     ) -> None:
         self.strategy = strategy
         self.params = params
@@ -129,7 +135,10 @@ class SyntheticScheduler:
         self._rng = random.Random(params.seed)
         # Stand-in for the forward's captured hidden states: allocated once, reused each step
         # (schedulers measured side by side may share one).
-        self.hidden = hidden if hidden is not None else make_hidden(params, pool)
+        if hidden is None:
+            assert not isinstance(pool, HostPool), "a HostPool needs hidden=host_hidden(...)"
+            hidden = make_hidden(params, pool)
+        self.hidden: Any = hidden  # a device tensor, or a range for a HostPool
         self.bootstrap: deque[Tracked] = deque()
         self.waiting: deque[Tracked] = deque()
         self.inflight: deque[Tracked] = deque()

@@ -149,6 +149,21 @@ def discover() -> list[Strategy]:
     return sorted(_check_unique(found).values(), key=lambda s: s.name)
 
 
+def load_builtin(name: str) -> Strategy:
+    """One built-in strategy by NAME without importing the others (the instruction-count gate
+    runs under callgrind, where the torch import of tensor_soa alone costs a minute). Assumes
+    the convention that a built-in lives in strategies/<NAME>.py; falls back to discovery."""
+    if _NAME_RE.match(name) and (Path(__file__).parent / f"{name}.py").is_file():
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except Exception as exc:
+            raise StrategyError(f"strategies/{name}.py: import failed: {type(exc).__name__}: {exc}") from exc
+        strategy = validate(module)
+        if strategy.name == name:
+            return strategy
+    return resolve([name])[0]
+
+
 def load_external(spec: str) -> Strategy:
     """Load a user's strategy from a dotted module path or a path to a .py file."""
     if spec.endswith(".py") or "/" in spec or "\\" in spec:

@@ -3,7 +3,7 @@ process (bench.worker); the parent (bench.runner) merges workers into pyperf JSO
 
 from __future__ import annotations
 
-from bench.suites import gc_suite, lookup, scaling, step
+from bench.suites import gate_suite, gc_suite, lookup, scaling, step
 from bench.suites.common import SuiteOutput, WorkerContext
 
 RUNNERS = {
@@ -11,6 +11,7 @@ RUNNERS = {
     "step": step.run,
     "gc": gc_suite.run,
     "scaling": scaling.run,
+    "gate": gate_suite.run,
 }
 
 __all__ = ["RUNNERS", "SuiteOutput", "WorkerContext"]

@@ -83,7 +83,7 @@ def _timed_passes(run_pass: Callable[[], None], passes: int) -> int:
     return time_loop_ns(loop, passes)
 
 
-def _subject(ctx: WorkerContext, pop: Population, op: str, n: int) -> Subject:
+def make_subject(ctx: WorkerContext, pop: Population, op: str, n: int) -> Subject:
     s = pop.strategy
     get, peek, update, reset = s.get, s.peek, s.update, s.reset
     name = f"lookup/{s.name}/op={op}/live={n}"
@@ -158,7 +158,7 @@ def _build(ctx: WorkerContext, out: SuiteOutput, n: int) -> tuple[list[Populatio
                 random.Random(ctx.config.seed + n),
             )
             populations.append(pop)
-            subjects += [_subject(ctx, pop, op, n) for op in LOOKUP_OPS]
+            subjects += [make_subject(ctx, pop, op, n) for op in LOOKUP_OPS]
         except Exception as exc:
             out.failures[s.name] = f"lookup/{s.name} setup at live={n}: {failure_text(exc)}"
     return populations, subjects

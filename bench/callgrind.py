@@ -1,0 +1,116 @@
+"""Deterministic instruction counts of the gate's benchmarks under valgrind's callgrind.
+
+For each benchmark the target (bench.instr_target) runs twice in the same tree: setup only
+(0 iterations) and setup + N iterations. The difference of callgrind's totals is the
+instructions of the iterations alone. Hash randomisation and address-space randomisation are
+switched off, so the same code gives the same count run after run.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench.errors import DataError, UsageError
+
+# callgrind runs Python ~50x slower; a single target run must not hang a CI job forever.
+RUN_TIMEOUT_S = 900
+
+
+def check_valgrind() -> str:
+    exe = shutil.which("valgrind")
+    if exe is None:
+        raise UsageError("instruction mode needs valgrind: apt-get install valgrind")
+    return exe
+
+
+def _setarch() -> list[str]:
+    exe = shutil.which("setarch")
+    return [exe, platform.machine(), "-R"] if exe else []
+
+
+def count_instructions(tree: Path, benchmark: str, iterations: int, *, live: int, seed: int) -> int:
+    """callgrind's total instruction count of one target run in `tree`."""
+    valgrind = check_valgrind()
+    with tempfile.TemporaryDirectory(prefix="reqstate-cg-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        cmd = [
+            *_setarch(),
+            valgrind,
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            "-m",
+            "bench.instr_target",
+            benchmark,
+            "--iterations",
+            str(iterations),
+            "--live",
+            str(live),
+            "--seed",
+            str(seed),
+        ]
+        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=RUN_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise DataError(
+                f"{benchmark}: callgrind run timed out after {RUN_TIMEOUT_S} s"
+            ) from None
+        if proc.returncode != 0 or not out.exists():
+            tail = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("==")]
+            last = tail[-1] if tail else f"exit status {proc.returncode}"
+            raise DataError(f"{benchmark} in {tree.name}: instruction target failed: {last}")
+        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+        raise DataError(f"{benchmark}: callgrind wrote no totals line")
+
+
+def measure(
+    trees: dict[str, Path],
+    benchmarks: dict[str, tuple[int, int]],
+    *,
+    seed: int,
+    progress: object = None,
+) -> dict[str, dict[str, int]]:
+    """{side: {benchmark: instructions of the iterations}} for every side and benchmark.
+    benchmarks maps name -> (iterations, live requests). Runs use every core: counts do not
+    depend on what else the machine does."""
+    jobs = [
+        (side, name, n)
+        for side in trees
+        for name, (iters, _live) in benchmarks.items()
+        for n in (0, iters)
+    ]
+    counts: dict[tuple[str, str, int], int] = {}
+
+    def one(job: tuple[str, str, int]) -> None:
+        side, name, n = job
+        counts[job] = count_instructions(trees[side], name, n, live=benchmarks[name][1], seed=seed)
+        if callable(progress):
+            progress(len(counts), len(jobs), f"{side} {name} x{n}")
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        list(pool.map(one, jobs))
+    return {
+        side: {
+            name: counts[(side, name, iters)] - counts[(side, name, 0)]
+            for name, (iters, _live) in benchmarks.items()
+        }
+        for side in trees
+    }

@@ -1,0 +1,120 @@
+"""What the gate gates, from pyproject.toml's [tool.reqstate-bench.gate] table.
+
+[tool.reqstate-bench.gate]
+strategies = ["weakkey", "declared"]   # whose hot path is gated
+patterns = ["per_field", "cached"]     # step benchmarks: step/<strategy>/pattern=<p>
+lookup_ops = ["get_hit"]               # lookup benchmarks: lookup/<s>/op=<op>/live=<n>
+lookup_live = 10000
+threshold_pct = 5.0                    # wall-clock: fail above max(this, A/A noise)
+instruction_threshold_pct = 1.0        # instruction mode
+rounds = 5                             # wall-clock: base/candidate/A-A process triples
+live_requests = 4096                   # wall-clock scheduler size
+instr_live_requests = 256              # instruction mode (callgrind is ~50x slower)
+instr_steps = 20
+instr_lookup_live = 2000
+instr_lookup_passes = 3
+[tool.reqstate-bench.gate.thresholds]  # per-benchmark overrides, in percent
+"step/weakkey/pattern=per_field" = 3.0
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from bench.errors import UsageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateConfig:
+    strategies: tuple[str, ...] = ("weakkey", "declared")
+    patterns: tuple[str, ...] = ("per_field", "cached")
+    lookup_ops: tuple[str, ...] = ("get_hit",)
+    lookup_live: int = 10_000
+    threshold_pct: float = 5.0
+    instruction_threshold_pct: float = 1.0
+    rounds: int = 5
+    live_requests: int = 4096
+    steps_per_value: int = 50
+    values: int = 4
+    instr_live_requests: int = 256
+    instr_steps: int = 20
+    instr_lookup_live: int = 2000
+    instr_lookup_passes: int = 3
+    seed: int = 0
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    def benchmarks(self, mode: str) -> list[str]:
+        live = self.instr_lookup_live if mode == "instructions" else self.lookup_live
+        names = [f"step/{s}/pattern={p}" for s in self.strategies for p in self.patterns]
+        names += [
+            f"lookup/{s}/op={op}/live={live}" for s in self.strategies for op in self.lookup_ops
+        ]
+        return names
+
+    def threshold_for(self, name: str, mode: str) -> float:
+        default = self.instruction_threshold_pct if mode == "instructions" else self.threshold_pct
+        return float(self.thresholds.get(name, default))
+
+    def fingerprint(self, mode: str) -> dict[str, Any]:
+        """What must match for two gate results to be comparable."""
+        keep = (
+            [
+                "instr_live_requests",
+                "instr_steps",
+                "instr_lookup_live",
+                "instr_lookup_passes",
+                "seed",
+            ]
+            if mode == "instructions"
+            else ["live_requests", "steps_per_value", "lookup_live", "seed"]
+        )
+        d = asdict(self)
+        return {"mode": mode, "benchmarks": self.benchmarks(mode), **{k: d[k] for k in keep}}
+
+
+def load_gate_config(pyproject: Path, **overrides: Any) -> GateConfig:
+    """The [tool.reqstate-bench.gate] table, then CLI overrides; unknown keys are errors."""
+    raw: dict[str, Any] = {}
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"{pyproject}: cannot read gate configuration ({exc})") from None
+        raw = dict(data.get("tool", {}).get("reqstate-bench", {}).get("gate", {}))
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f.name for f in fields(GateConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UsageError(f"{pyproject}: unknown [tool.reqstate-bench.gate] key {unknown[0]!r}")
+    args: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+    try:
+        config = GateConfig(**args)
+    except TypeError as exc:
+        raise UsageError(f"{pyproject}: bad gate configuration ({exc})") from None
+    for name in (
+        "rounds",
+        "live_requests",
+        "steps_per_value",
+        "values",
+        "instr_live_requests",
+        "instr_steps",
+        "instr_lookup_live",
+        "instr_lookup_passes",
+        "lookup_live",
+    ):
+        value = getattr(config, name)
+        if not isinstance(value, int) or value <= 0:
+            raise UsageError(f"gate {name} must be a positive integer, got {value!r}")
+    if config.values < 3:
+        raise UsageError("gate values must be at least 3")
+    if not config.strategies:
+        raise UsageError("gate strategies must not be empty")
+    return config
