@@ -392,5 +392,3 @@ def run_gate(
     print(render_terminal(judgements, mode, status))
     print(f"gate result: {json_out}\ngate markdown: {markdown_out}")
     return EXIT_FAILED if status == "regression" else EXIT_OK
-
-
