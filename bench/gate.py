@@ -16,6 +16,7 @@ import contextlib
 import datetime as dt
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,11 +84,10 @@ def default_base(root: Path = ROOT) -> str:
 
 
 @contextlib.contextmanager
-def worktree(ref: str, root: Path = ROOT) -> Iterator[tuple[Path, str]]:
-    """A temporary detached worktree of `ref`; removed afterwards whatever happens."""
+def worktree(ref: str, parent: Path, root: Path = ROOT) -> Iterator[tuple[Path, str]]:
+    """A detached worktree of `ref` at parent/base; removed afterwards whatever happens."""
     commit = _git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=root)
-    tmp = Path(tempfile.mkdtemp(prefix="reqstate-gate-base-"))
-    path = tmp / "base"
+    path = parent / "base"
     _git("worktree", "add", "--detach", "--quiet", str(path), commit, cwd=root)
     try:
         if not (path / "bench" / "worker.py").is_file():
@@ -96,15 +96,25 @@ def worktree(ref: str, root: Path = ROOT) -> Iterator[tuple[Path, str]]:
             )
         yield path, commit
     finally:
-        subprocess.run(
-            ["git", "worktree", "remove", "--force", str(path)],
-            cwd=root,
-            capture_output=True,
-            check=False,
-        )
-        subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True, check=False)
-        with contextlib.suppress(OSError):
-            tmp.rmdir()
+        for args in (["worktree", "remove", "--force", str(path)], ["worktree", "prune"]):
+            subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
+
+
+def snapshot(root: Path, parent: Path) -> Path:
+    """A copy of the working tree (tracked and unignored files) at parent/cand.
+
+    Instruction mode runs both sides from sibling folders of equal path length and without
+    bytecode caches: object addresses, and so identity hashes and dict probe sequences, then
+    depend on the code alone, and identical code gives identical counts."""
+    listing = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=root)
+    dest = parent / "cand"
+    for rel in filter(None, listing.split("\0")):
+        src = root / rel
+        if src.is_file():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    return dest
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -344,14 +354,15 @@ def run_gate(
         check_valgrind()
     meta: dict[str, Any] = {"candidate": "working tree"}
     with contextlib.ExitStack() as stack:
-        trees: dict[str, Path] = {"candidate": root}
+        parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reqstate-gate-")))
+        trees: dict[str, Path] = {"candidate": root if mode == "wall" else snapshot(root, parent)}
         baseline_values = None
         if baseline_file is not None:
             baseline_values = load_baseline(baseline_file, cfg, mode)
             meta["base"] = str(baseline_file)
         else:
             ref = base_ref or default_base(root)
-            path, commit = stack.enter_context(worktree(ref, root))
+            path, commit = stack.enter_context(worktree(ref, parent, root))
             trees["base"] = path
             meta["base"] = f"{ref} ({commit[:12]})"
         _progress(
