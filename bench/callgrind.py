@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,8 @@ def count_instructions(tree: Path, benchmark: str, iterations: int, *, live: int
             str(live),
             "--seed",
             str(seed),
+            "--heap-shift",
+            str(heap_shift),
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
@@ -86,30 +89,42 @@ def measure(
     benchmarks: dict[str, tuple[int, int]],
     *,
     seed: int,
+    heap_shifts: int = 3,
     progress: object = None,
 ) -> dict[str, dict[str, int]]:
     """{side: {benchmark: instructions of the iterations}} for every side and benchmark.
-    benchmarks maps name -> (iterations, live requests). Runs use every core: counts do not
-    depend on what else the machine does."""
+
+    benchmarks maps name -> (iterations, live requests). Each count is the median over
+    `heap_shifts` runs with a differently shifted heap: allocator state and identity hashes
+    depend on the heap's history, which moves counts by ~0.1% between otherwise identical
+    runs. Runs use every core: counts do not depend on what else the machine does."""
     jobs = [
-        (side, name, n)
+        (side, name, n, k)
         for side in trees
         for name, (iters, _live) in benchmarks.items()
         for n in (0, iters)
+        for k in range(heap_shifts)
     ]
-    counts: dict[tuple[str, str, int], int] = {}
+    counts: dict[tuple[str, str, int, int], int] = {}
 
-    def one(job: tuple[str, str, int]) -> None:
-        side, name, n = job
-        counts[job] = count_instructions(trees[side], name, n, live=benchmarks[name][1], seed=seed)
+    def one(job: tuple[str, str, int, int]) -> None:
+        side, name, n, k = job
+        counts[job] = count_instructions(
+            trees[side], name, n, live=benchmarks[name][1], seed=seed, heap_shift=k
+        )
         if callable(progress):
-            progress(len(counts), len(jobs), f"{side} {name} x{n}")
+            progress(len(counts), len(jobs), f"{side} {name} x{n} shift {k}")
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         list(pool.map(one, jobs))
     return {
         side: {
-            name: counts[(side, name, iters)] - counts[(side, name, 0)]
+            name: int(
+                statistics.median(
+                    counts[(side, name, iters, k)] - counts[(side, name, 0, k)]
+                    for k in range(heap_shifts)
+                )
+            )
             for name, (iters, _live) in benchmarks.items()
         }
         for side in trees

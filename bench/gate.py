@@ -100,14 +100,14 @@ def worktree(ref: str, parent: Path, root: Path = ROOT) -> Iterator[tuple[Path, 
             subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
 
 
-def snapshot(root: Path, parent: Path) -> Path:
+def snapshot(root: Path, parent: Path, name: str = "cand") -> Path:
     """A copy of the working tree (tracked and unignored files) at parent/cand.
 
     Instruction mode runs both sides from sibling folders of equal path length and without
     bytecode caches: object addresses, and so identity hashes and dict probe sequences, then
     depend on the code alone, and identical code gives identical counts."""
     listing = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=root)
-    dest = parent / "cand"
+    dest = parent / name
     for rel in filter(None, listing.split("\0")):
         src = root / rel
         if src.is_file():
@@ -181,7 +181,9 @@ def measure_instructions(
     def progress(done: int, total: int, label: str) -> None:
         _progress(f"[gate] callgrind {done}/{total}: {label}")
 
-    counts = callgrind.measure(trees, benchmarks, seed=cfg.seed, progress=progress)
+    counts = callgrind.measure(
+        trees, benchmarks, seed=cfg.seed, heap_shifts=cfg.instr_heap_shifts, progress=progress
+    )
     return {side: {n: [float(c)] for n, c in per.items()} for side, per in counts.items()}
 
 
@@ -355,7 +357,13 @@ def run_gate(
     meta: dict[str, Any] = {"candidate": "working tree"}
     with contextlib.ExitStack() as stack:
         parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reqstate-gate-")))
-        trees: dict[str, Path] = {"candidate": root if mode == "wall" else snapshot(root, parent)}
+        trees: dict[str, Path] = {"candidate": root}
+        if mode == "instructions":
+            # both candidate copies and the base are siblings with 4-letter names: equal paths
+            trees = {
+                "candidate": snapshot(root, parent, "cand"),
+                "aa": snapshot(root, parent, "aacc"),
+            }
         baseline_values = None
         if baseline_file is not None:
             baseline_values = load_baseline(baseline_file, cfg, mode)

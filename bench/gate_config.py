@@ -48,6 +48,7 @@ class GateConfig:
     instr_steps: int = 20
     instr_lookup_live: int = 2000
     instr_lookup_passes: int = 3
+    instr_heap_shifts: int = 3
     seed: int = 0
     thresholds: dict[str, float] = field(default_factory=dict)
 
@@ -108,6 +109,7 @@ def load_gate_config(pyproject: Path, **overrides: Any) -> GateConfig:
         "instr_steps",
         "instr_lookup_live",
         "instr_lookup_passes",
+        "instr_heap_shifts",
         "lookup_live",
     ):
         value = getattr(config, name)
