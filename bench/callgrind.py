@@ -36,7 +36,9 @@ def _setarch() -> list[str]:
     return [exe, platform.machine(), "-R"] if exe else []
 
 
-def count_instructions(tree: Path, benchmark: str, iterations: int, *, live: int, seed: int) -> int:
+def count_instructions(
+    tree: Path, benchmark: str, iterations: int, *, live: int, seed: int, heap_shift: int = 0
+) -> int:
     """callgrind's total instruction count of one target run in `tree`."""
     valgrind = check_valgrind()
     with tempfile.TemporaryDirectory(prefix="reqstate-cg-") as tmp:
