@@ -17,6 +17,7 @@ QUICK       ?=
 BENCH_ARGS  ?=
 RUN         ?=
 BASE        ?=
+MODE        ?=
 
 .PHONY: setup test lint typecheck fmt bench bench-pytest profile report gate clean help
 
@@ -26,6 +27,7 @@ help:
 	@echo "make bench-pytest  run the pytest-benchmark lookup suite"
 	@echo "make profile       py-spy flamegraphs for every strategy"
 	@echo "make gate          regression gate of the working tree against BASE (default: merge base with main)"
+	@echo "                   MODE=instructions for callgrind instruction counts"
 	@echo "make lint          ruff + mypy"
 
 setup: $(STAMP)
@@ -71,7 +73,7 @@ report: $(STAMP)
 	"$(PY)" -m bench report $(RUN)
 
 gate: $(STAMP)
-	"$(PY)" -m bench gate $(if $(BASE),--base $(BASE)) $(BENCH_ARGS)
+	"$(PY)" -m bench gate $(if $(BASE),--base $(BASE)) $(if $(MODE),--mode $(MODE)) $(BENCH_ARGS)
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache .benchmarks .hypothesis

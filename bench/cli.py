@@ -177,7 +177,59 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         return 128 + exc.signum
     print(render_table(run_dir))
+    if not args.no_report:
+        from bench.report import write_report
+
+        for path in write_report(run_dir):
+            print(f"report: {path}")
     return 0 if manifest["status"] == "complete" else EXIT_FAILED
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from bench.report import write_compare, write_report
+
+    if args.compare:
+        base, head = (Path(p) for p in args.compare)
+        out_dir = Path(args.output_dir) if args.output_dir else head
+        out_dir.mkdir(parents=True, exist_ok=True)
+        paths = write_compare(base, head, out_dir)
+    else:
+        if not args.run:
+            raise UsageError("report: give a run folder, or --compare BASE_RUN HEAD_RUN")
+        paths = write_report(Path(args.run))
+    for path in paths:
+        print(f"report: {path}")
+    return 0
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    from bench.gate import run_gate
+    from bench.gate_config import load_gate_config
+    from bench.results import ROOT
+
+    overrides: dict[str, object] = {
+        "strategies": args.strategy,
+        "patterns": args.pattern,
+        "rounds": args.rounds,
+        "threshold_pct": args.threshold if args.mode == "wall" else None,
+        "instruction_threshold_pct": args.threshold if args.mode == "instructions" else None,
+    }
+    if args.lookup_op is not None:
+        overrides["lookup_ops"] = () if args.lookup_op == ("none",) else args.lookup_op
+    pyproject = Path(args.pyproject) if args.pyproject else ROOT / "pyproject.toml"
+    cfg = load_gate_config(pyproject, **overrides)
+    known = {s.name for s in resolve()}
+    for name in cfg.strategies:
+        if name not in known:
+            raise UsageError(f"unknown strategy {name!r}; available: {', '.join(sorted(known))}")
+    return run_gate(
+        cfg,
+        mode=args.mode,
+        base_ref=args.base,
+        baseline_file=Path(args.baseline) if args.baseline else None,
+        json_out=Path(args.json) if args.json else None,
+        markdown_out=Path(args.markdown) if args.markdown else None,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,6 +292,46 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
     p_run.set_defaults(func=_cmd_run)
+
+    p_report = sub.add_parser(
+        "report", help="HTML + markdown report of a run folder (or a comparison)"
+    )
+    p_report.add_argument("run", nargs="?", help="run folder under reports/")
+    p_report.add_argument(
+        "--compare", nargs=2, metavar=("BASE_RUN", "HEAD_RUN"), help="diff two runs"
+    )
+    p_report.add_argument("--output-dir", help="where --compare writes (default: HEAD_RUN)")
+    p_report.set_defaults(func=_cmd_report)
+
+    p_gate = sub.add_parser(
+        "gate",
+        help="regression gate: the working tree against a baseline (exit 0 pass, 1 regression, 2 error)",
+    )
+    which = p_gate.add_mutually_exclusive_group()
+    which.add_argument(
+        "--base",
+        metavar="GIT_REF",
+        help="baseline tree (default: merge base with main, else HEAD~1)",
+    )
+    which.add_argument(
+        "--baseline", metavar="GATE_JSON", help="a stored gate result as the baseline"
+    )
+    p_gate.add_argument("--mode", choices=("wall", "instructions"), default="wall")
+    p_gate.add_argument("--strategy", type=_csv, help="gated strategies (default from pyproject)")
+    p_gate.add_argument("--pattern", type=_csv, help="gated access patterns")
+    p_gate.add_argument("--lookup-op", type=_csv, help="gated lookup ops, or 'none'")
+    p_gate.add_argument("--threshold", type=float, help="percent; default from pyproject")
+    p_gate.add_argument("--rounds", type=_positive_int, help="wall-clock rounds")
+    p_gate.add_argument("--json", metavar="PATH", help="write the JSON result here")
+    p_gate.add_argument("--markdown", metavar="PATH", help="write the markdown summary here")
+    p_gate.add_argument(
+        "--pyproject", metavar="PATH", help="read [tool.reqstate-bench.gate] from here"
+    )
+    p_gate.set_defaults(func=_cmd_gate)
+
+    from bench.profiling import register as register_profile
+
+    register_profile(sub)  # type: ignore[arg-type]
     return parser
 
 

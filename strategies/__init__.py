@@ -157,7 +157,9 @@ def load_builtin(name: str) -> Strategy:
         try:
             module = importlib.import_module(f"{__name__}.{name}")
         except Exception as exc:
-            raise StrategyError(f"strategies/{name}.py: import failed: {type(exc).__name__}: {exc}") from exc
+            raise StrategyError(
+                f"strategies/{name}.py: import failed: {type(exc).__name__}: {exc}"
+            ) from exc
         strategy = validate(module)
         if strategy.name == name:
             return strategy

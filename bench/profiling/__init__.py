@@ -1,0 +1,22 @@
+"""Profiling: py-spy flamegraphs of each strategy's steady-state scheduler loop.
+
+stacks.py   py-spy's collapsed stacks, and the strategy-code / call-site / GC shares
+render.py   collapsed stacks -> speedscope JSON and an SVG flamegraph
+run.py      profile_strategies(): py-spy over bench.profile_target, one run per strategy
+cli.py      register(): the `python -m bench profile` subcommand
+"""
+
+from __future__ import annotations
+
+from bench.profiling.cli import register
+from bench.profiling.run import ProfileError, profile_strategies
+from bench.profiling.stacks import ROOT_FUNCTION, compute_shares, parse_collapsed
+
+__all__ = [
+    "ROOT_FUNCTION",
+    "ProfileError",
+    "compute_shares",
+    "parse_collapsed",
+    "profile_strategies",
+    "register",
+]

@@ -1,0 +1,45 @@
+"""The PR-ready report of a run folder, and the comparison of two runs.
+
+    write_report(run_dir)                    -> [report.html, summary.md] (+ plots/ in run_dir)
+    write_compare(base_run, head_run, out)   -> [compare.html, compare.md]
+
+Both only read result files (never measure) and raise bench.errors.DataError, one line naming
+the file, for anything missing, truncated or foreign. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.report import compare, headline, html, markdown, plots, verdict
+from bench.report.load import load_run
+from bench.results import write_atomic
+
+__all__ = ["write_compare", "write_report"]
+
+
+def write_report(run_dir: Path) -> list[Path]:
+    """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two."""
+    run_dir = Path(run_dir)
+    run = load_run(run_dir)
+    figures = plots.make_plots(run)
+    metrics = headline.headline(run)
+    judged = verdict.compute(run)
+    plots.write_plots(figures, run_dir / "plots")
+    report = run_dir / "report.html"
+    summary = run_dir / "summary.md"
+    write_atomic(report, html.render_report(run, figures, metrics, judged))
+    write_atomic(summary, markdown.render_summary(run, metrics, judged))
+    return [report, summary]
+
+
+def write_compare(base_run: Path, head_run: Path, out_dir: Path) -> list[Path]:
+    """Write compare.html and compare.md (head against base) into out_dir; return them."""
+    d = compare.diff(load_run(Path(base_run)), load_run(Path(head_run)))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / "compare.html"
+    text = out_dir / "compare.md"
+    write_atomic(page, compare.render_compare_html(d))
+    write_atomic(text, compare.render_compare_md(d))
+    return [page, text]

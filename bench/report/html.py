@@ -1,0 +1,525 @@
+"""report.html: one self-contained page (inline CSS, plots as data: URIs, no JavaScript, no
+network request of any kind). Markup comes from bench.report.markup, which escapes by default.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bench.analysis import Summary
+from bench.report.headline import Metric
+from bench.report.load import RunData, SuiteData
+from bench.report.markup import Html, Td, join, num, page, pre, section, table, tag, td, void
+from bench.report.plots import Plot
+from bench.report.profile import profile_section
+from bench.report.text import TIMES, esc_html, fmt, fmt_ci, fmt_p, fmt_ratio
+from bench.report.verdict import Entry, Family, Verdict, describe_family
+
+# Verdict families whose ranking tables are open; the others show sentences and fold the table.
+EXPANDED_FAMILIES = frozenset(
+    {"lookup_get_hit", "step", "scaling", "gc_full", "gc_pause", "memory_request_bytes"}
+)
+SUITE_TITLES = {
+    "lookup": "Lookup: one state operation on a live request",
+    "step": "Scheduler step",
+    "gc": "Garbage collection and memory",
+    "scaling": "Scaling with live requests",
+}
+SUITE_NOTES = {
+    "lookup": "Time per operation; each table is one live-table size.",
+    "step": "Median time of one synthetic scheduler step, per access pattern.",
+    "gc": "Step time with a large background heap, collector enabled vs frozen; memory per request.",
+    "scaling": "Step time as the number of live requests grows.",
+}
+
+
+def verdict_cell(verdict: str | None, is_baseline: bool) -> Html:
+    if is_baseline:
+        return td("baseline", class_="muted")
+    if verdict == "faster":
+        return td("▼ faster", class_="faster")
+    if verdict == "slower":
+        return td("▲ slower", class_="slower")
+    return td(verdict or "")
+
+
+def figure(plot: Plot) -> Html:
+    uri = "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
+    return tag(
+        "figure",
+        void("img", src=uri, alt=plot.title),
+        tag(
+            "figcaption",
+            plot.title,
+            " (vector copy: ",
+            tag("code", f"plots/{plot.name}.svg"),
+            ")",
+        ),
+    )
+
+
+# --- header and environment ----------------------------------------------------------------
+
+
+def gc_mode_text(run: RunData) -> str:
+    timing = sorted({m for s in run.suites.values() if s.name != "gc" for m in s.gc_modes})
+    modes = run.config.get("gc_modes", ())
+    text = f"{', '.join(timing) or 'enabled'} in timing suites"
+    if modes:
+        text += f"; gc suite compares {', '.join(str(m) for m in modes)}"
+    return text
+
+
+# Parameters shown in the environment table; the rest are behind "all parameters".
+KEY_PARAMS = (
+    "live_requests",
+    "lookup_sizes",
+    "scaling_sizes",
+    "patterns",
+    "pd_fraction",
+    "streaming",
+    "workers",
+    "values",
+    "seed",
+)
+
+
+def _param(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def env_section(run: RunData) -> Html:
+    env = run.environment
+    device = str(env.get("device", "?"))
+    if env.get("device_name"):
+        device += f" ({env['device_name']})"
+    cpu = str(env.get("cpu", "?"))
+    if env.get("cpu_count"):
+        cpu += f" ({env['cpu_count']} logical CPUs)"
+    rows = [
+        ("Python", f"{env.get('python', '?')} {env.get('python_implementation', '')}".strip()),
+        ("torch", env.get("torch", "?")),
+        ("pyperf", env.get("pyperf", "?")),
+        ("device", device),
+        ("CPU", cpu),
+        ("platform", env.get("platform", "?")),
+        ("commit", env.get("git_commit", "?")),
+        ("GC mode", gc_mode_text(run)),
+        ("baseline", run.baseline),
+        ("run status", run.status),
+    ]
+    config = run.config
+    key_rows = [(k, _param(config[k])) for k in KEY_PARAMS if k in config]
+    all_rows = [(k, _param(v)) for k, v in sorted(config.items())]
+    return section(
+        "env",
+        "Environment",
+        tag(
+            "div",
+            table(None, [(td(k, class_="rowhead"), v) for k, v in rows]),
+            table(None, [(td(k, class_="rowhead"), v) for k, v in key_rows]),
+            class_="cols",
+        ),
+        tag(
+            "details",
+            tag("summary", f"All {len(all_rows)} parameters (manifest config)"),
+            table(("parameter", "value"), all_rows),
+        ),
+    )
+
+
+def strategies_section(run: RunData) -> Html:
+    rows = []
+    for name in run.strategy_names():
+        meta = run.strategies.get(name, {})
+        rows.append(
+            (
+                td(tag("code", name)),
+                meta.get("description", ""),
+                meta.get("source", ""),
+                "yes" if meta.get("external") else "no",
+                "yes" if meta.get("thread_safe_create") else "no",
+                td(tag("code", str(meta.get("source_sha256", ""))[:12])),
+            )
+        )
+    head = ("strategy", "description", "source", "external", "thread-safe create", "sha256")
+    return section("strategies", "Strategies", table(head, rows))
+
+
+# --- verdict -------------------------------------------------------------------------------
+
+
+def small(text: object) -> Html:
+    return tag("span", text, class_="small")
+
+
+def headline_table(metrics: list[Metric], run: RunData) -> Html:
+    strategies = [s for s in run.strategy_names() if any(s in m.cells for m in metrics)]
+    rows = []
+    for s in strategies:
+        row: list[object] = [td(tag("code", s))]
+        for m in metrics:
+            cell = m.cells.get(s)
+            if cell is None:
+                row.append("")
+            elif cell.baseline or cell.ratio is None:
+                note = "baseline" if cell.baseline else "no ratio"
+                row.append(num(join([fmt(cell.value, m.unit), void("br"), small(note)])))
+            else:
+                word = m.word(cell) + (" ~" if cell.noisy else "")
+                ci = "" if cell.ci_low is None else f"[{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
+                cls = (
+                    "num"
+                    + (" faster" if cell.significant and cell.ratio < 1 else "")
+                    + (" slower" if cell.significant and cell.ratio > 1 else "")
+                )
+                parts = [fmt_ratio(cell.ratio), void("br"), small(ci), void("br"), small(word)]
+                row.append(td(*parts, class_=cls))
+        rows.append(row)
+    notes = tag("ul", *(tag("li", tag("b", m.title), ": ", m.note) for m in metrics))
+    return join(
+        [
+            tag(
+                "p",
+                f"Ratios against {run.baseline} with 95% CI (lower is better). "
+                "Coloured and worded where significant (p < 0.05 and CI excluding 1); "
+                "~ marks a noisy measurement (IQR over 10% of the median).",
+                class_="note",
+            ),
+            table(["strategy", *(m.title for m in metrics)], rows),
+            notes,
+        ]
+    )
+
+
+def _entry_td(e: Entry, baseline: str) -> Td:
+    mark = ""
+    if e.strategy == baseline:
+        mark = " (baseline)"
+    elif e.ratio is not None:
+        mark = f" {e.ratio:.2f}{TIMES}"
+    cls = "faster" if e.verdict == "faster" else "slower" if e.verdict == "slower" else None
+    sym = " ▼" if e.verdict == "faster" else " ▲" if e.verdict == "slower" else ""
+    ref = " (reference)" if e.reference else ""
+    return td(
+        tag("code", e.strategy),
+        ref,
+        " ",
+        fmt(e.value, e.unit),
+        tag("span", mark + sym, class_=cls),
+    )
+
+
+def family_block(f: Family, baseline: str, collapsed: bool = False) -> Html:
+    depth = max(len(r.entries) for r in f.rankings)
+    rows = []
+    for i in range(depth):
+        row: list[object] = [num(i + 1)]
+        for r in f.rankings:
+            row.append(_entry_td(r.entries[i], baseline) if i < len(r.entries) else "")
+        rows.append(row)
+    head = ["rank", *(r.condition or f.title for r in f.rankings)]
+    sentences = describe_family(f, baseline)
+    title = f.title + (f" by {f.axis}" if f.axis and len(f.rankings) > 1 else "")
+    ranking = table(head, rows)
+    if collapsed:  # the sentences stay visible, the table folds away
+        ranking = tag("details", tag("summary", "ranking table"), ranking)
+    return join(
+        [
+            tag("h3", title),
+            tag("ul", *(tag("li", s) for s in sentences), class_="verdict"),
+            ranking,
+        ]
+    )
+
+
+def verdict_section(verdict: Verdict, metrics: list[Metric], run: RunData) -> Html:
+    if not verdict.families and not metrics:
+        return section("verdict", "Verdict", tag("p", "No results to judge in this run."))
+    return section(
+        "verdict",
+        "Verdict",
+        tag(
+            "p",
+            "Computed from the data in this run folder. Rankings are lowest first; ▼/▲ mark "
+            f"significant differences against {verdict.baseline}. control stores nothing and is "
+            "the harness's own cost: it is ranked but never named best.",
+            class_="note",
+        ),
+        tag("h3", "Headline"),
+        headline_table(metrics, run),
+        *(
+            family_block(f, verdict.baseline, collapsed=f.key not in EXPANDED_FAMILIES)
+            for f in verdict.families
+        ),
+    )
+
+
+# --- suites --------------------------------------------------------------------------------
+
+
+def summary_table(rows: list[Summary], baseline: str) -> Html:
+    body: list[Sequence[object]] = [
+        (
+            s.params,
+            td(tag("code", s.strategy)),
+            num(s.n),
+            num(fmt(s.median, s.unit)),
+            num(fmt_ci(s.ci_low, s.ci_high, s.unit) if s.n > 1 else ""),
+            num("" if s.ratio is None else fmt_ratio(s.ratio, s.ratio_low, s.ratio_high)),
+            num(fmt_p(s.p_value)),
+            verdict_cell(s.verdict, s.strategy == baseline),
+            "noisy" if s.noisy else "",
+        )
+        for s in rows
+    ]
+    head = (
+        "benchmark",
+        "strategy",
+        "n",
+        "median",
+        "95% CI",
+        f"ratio vs {baseline} [95% CI]",
+        "p",
+        "verdict",
+        "noisy",
+    )
+    return table(head, body)
+
+
+def _order(rows: list[Summary], baseline: str) -> list[Summary]:
+    return sorted(rows, key=lambda s: (s.params, s.strategy != baseline, s.strategy))
+
+
+def _step_extras(data: SuiteData) -> list[Html]:
+    out = []
+    pct = data.extra.get("percentiles", {})
+    if pct:
+        rows = [
+            (
+                name,
+                num(fmt(p.get("p50_ns", 0) / 1e9)),
+                num(fmt(p.get("p99_ns", 0) / 1e9)),
+                num(fmt(p.get("p999_ns", 0) / 1e9)),
+                num(fmt(p.get("max_ns", 0) / 1e9)),
+                num(f"{p.get('steps_per_s', 0):,.0f}"),
+                num(f"{p.get('spikes', 0)} ({p.get('spikes_with_gc', 0)})"),
+                num(p.get("steps", "")),
+            )
+            for name, p in sorted(pct.items())
+        ]
+        head = ("benchmark", "p50", "p99", "p99.9", "max", "steps/s", "spikes (with GC)", "steps")
+        out += [tag("h3", "Per-step latency"), table(head, rows)]
+    ratios = data.extra.get("pattern_ratios", {})
+    if ratios:
+        ratio_rows = [
+            (
+                td(tag("code", strategy)),
+                num(fmt_ratio(c.get("ratio"), c.get("ci_low"), c.get("ci_high"))),
+                num(fmt_p(c.get("p_value"))),
+                "yes" if c.get("significant") else "no",
+            )
+            for strategy, c in sorted(ratios.items())
+        ]
+        out += [
+            tag("h3", "per_field / cached step time (same strategy)"),
+            table(("strategy", "ratio [95% CI]", "p", "significant"), ratio_rows),
+        ]
+    return out
+
+
+def _gc_extras(data: SuiteData) -> list[Html]:
+    out = []
+    for mode, rates in data.extra.get("gc_rates", {}).items():
+        rows = [
+            (
+                name,
+                num(" / ".join(f"{c:,.1f}" for c in r.get("collections_per_kstep", []))),
+                num(f"{r.get('pause_ms_per_kstep', 0):,.3f}"),
+                num(f"{r.get('max_pause_ms', 0):,.3f}"),
+                num(r.get("steps", "")),
+            )
+            for name, r in sorted(rates.items())
+        ]
+        head = ("benchmark", "collections g0 / g1 / g2", "pause ms", "longest pause ms", "steps")
+        out += [tag("h3", f"GC per 1,000 steps (gc={mode})"), table(head, rows)]
+    memory = data.extra.get("memory", {})
+    per = {k: v for k, v in memory.items() if isinstance(v, dict)}
+    if per:
+        rows = [
+            (
+                td(tag("code", name)),
+                num(f"{m.get('request_bytes', 0):,.0f}"),
+                num(f"{m.get('state_bytes', 0):+,.0f}"),
+                num(f"{m.get('request_tracked_objects', 0):,.2f}"),
+                num(f"{m.get('state_tracked_objects', 0):+,.2f}"),
+            )
+            for name, m in sorted(per.items())
+        ]
+        head = ("strategy", "bytes / request", "state bytes", "tracked objects", "state objects")
+        bare = (
+            f"A bare request (no state) is {memory.get('bare_request_bytes', 0):,.0f} bytes and "
+            f"{memory.get('bare_request_objects', 0):,.2f} tracked objects; 'state' columns are "
+            "the difference (can be slightly negative within measurement noise)."
+        )
+        out += [tag("h3", "Memory per request"), tag("p", bare, class_="note"), table(head, rows)]
+    return out
+
+
+def _scaling_extras(data: SuiteData) -> list[Html]:
+    fits = data.extra.get("fits", {})
+    if not fits:
+        return []
+    rows = []
+    for strategy, f in sorted(fits.items()):
+        slope = f.get("marginal_loglog_slope")
+        rows.append(
+            (
+                td(tag("code", strategy)),
+                ", ".join(f"{n:,}" for n in f.get("sizes", [])),
+                num(
+                    ""
+                    if f.get("marginal_ns_per_request") is None
+                    else f"{f['marginal_ns_per_request']:,.1f}"
+                ),
+                num("" if f.get("fixed_step_ns") is None else fmt(f["fixed_step_ns"] / 1e9)),
+                num("" if slope is None else f"{slope:+.3f}"),
+                f.get("growth", ""),
+            )
+        )
+    head = (
+        "strategy",
+        "live requests",
+        "marginal ns / request / step",
+        "fixed step",
+        "log-log slope",
+        "growth",
+    )
+    return [tag("h3", "Marginal cost per live request"), table(head, rows)]
+
+
+def suite_section(name: str, run: RunData, plots: list[Plot]) -> Html:
+    data = run.suites[name]
+    title = SUITE_TITLES.get(name, name)
+    status = data.status
+    badge_cls = "badge" + (" bad" if status == "failed" else "" if status == "done" else " warn")
+    head: list[Html] = [
+        tag(
+            "p",
+            tag("span", status, class_=badge_cls),
+            f" {SUITE_NOTES.get(name, '')}",
+            f" Wall time {data.wall_s:,.1f} s." if data.wall_s is not None else "",
+            class_="note",
+        )
+    ]
+    if data.failures or data.worker_errors:
+        head.append(
+            tag(
+                "p",
+                f"{len(data.failures)} strategy failure(s), {len(data.worker_errors)} worker "
+                "error(s): see ",
+                Html('<a href="#failures">failures</a>'),
+                ".",
+                class_="banner",
+            )
+        )
+    if not data.has_data:
+        return section(name, title, *head, tag("p", f"No results: this suite is {status}."))
+    body: list[Html] = [figure(p) for p in plots if p.suite == name]
+    if name == "lookup":
+        sizes = sorted({s.params.rsplit("live=", 1)[-1] for s in data.summaries}, key=_as_int)
+        for size in sizes:
+            rows = [s for s in data.summaries if s.params.endswith(f"live={size}")]
+            body += [
+                tag("h3", f"live={size}"),
+                summary_table(_order(rows, run.baseline), run.baseline),
+            ]
+    else:
+        for scenario in sorted({s.scenario for s in data.summaries}):
+            rows = [s for s in data.summaries if s.scenario == scenario]
+            body += [tag("h3", scenario), summary_table(_order(rows, run.baseline), run.baseline)]
+    if name == "step":
+        body += _step_extras(data)
+    elif name == "gc":
+        body += _gc_extras(data)
+    elif name == "scaling":
+        body += _scaling_extras(data)
+    return section(name, title, *head, *body)
+
+
+def _as_int(text: str) -> tuple[int, str]:
+    return (int(text), "") if text.isdigit() else (1 << 62, text)
+
+
+def failures_section(run: RunData) -> Html | None:
+    items: list[Html] = []
+    for name, data in run.suites.items():
+        if data.status not in ("done", "partial"):
+            items.append(tag("h3", f"{name}: {data.status}"))
+            items.append(tag("p", "This suite has no results (not run, interrupted or failed)."))
+        if data.failures or data.worker_errors:
+            items.append(tag("h3", f"{name}: {len(data.failures) + len(data.worker_errors)}"))
+            for strategy, err in sorted(data.failures.items()):
+                items.append(tag("p", "strategy ", tag("code", strategy), " failed:"))
+                items.append(pre(err))
+            for err in data.worker_errors:
+                items.append(tag("p", "worker error:"))
+                items.append(pre(err))
+    if not items:
+        return None
+    return section("failures", "Failures", *items)
+
+
+def reproduce_section(run: RunData) -> Html:
+    return section(
+        "reproduce",
+        "Reproduce",
+        tag("p", "The exact command that produced this run (from the repository root):"),
+        pre(run.command),
+        tag(
+            "p", "Re-render this report from the run folder without measuring again.", class_="note"
+        ),
+    )
+
+
+def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdict: Verdict) -> str:
+    failures = failures_section(run)
+    suites = [suite_section(name, run, plots) for name in run.suites]
+    nav_ids = ["env", "verdict", *run.suites, "strategies", "profile", "reproduce"]
+    if failures is not None:
+        nav_ids.insert(2, "failures")
+    nav = tag("nav", *(Html(f'<a href="#{esc_html(i)}">{esc_html(i)}</a>') for i in nav_ids))
+    status_cls = "badge" + ("" if run.status == "complete" else " bad")
+    header = tag(
+        "header",
+        tag("h1", "reqstate-bench report"),
+        tag(
+            "p",
+            tag("code", run.path.name),
+            " ",
+            tag("span", run.status, class_=status_cls),
+            f" commit {run.environment.get('git_commit', '?')} · baseline {run.baseline}",
+            class_="muted",
+        ),
+    )
+    banner = (
+        tag(
+            "div", f"This run is {run.status}: some results are missing or failed.", class_="banner"
+        )
+        if run.status != "complete"
+        else Html("")
+    )
+    parts: list[Any] = [
+        header,
+        nav,
+        banner,
+        env_section(run),
+        verdict_section(verdict, metrics, run),
+    ]
+    if failures is not None:
+        parts.append(failures)
+    parts += [*suites, strategies_section(run), profile_section(run), reproduce_section(run)]
+    return page(f"reqstate-bench report: {run.path.name}", join(parts))

@@ -1,0 +1,136 @@
+"""summary.md: what goes into a PR's "Speed Tests and Profiling" section.
+
+One line of environment, the headline table (ratios against the baseline with 95% CIs), a few
+verdict lines, and the command that reproduces the run. Every cell is one line with '|'
+escaped, so GitHub renders exactly one table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bench.report.headline import Metric
+from bench.report.load import RunData
+from bench.report.text import clean, esc_md, fmt, fmt_ratio, md_code, md_code_block
+from bench.report.verdict import Verdict, describe_family
+
+# Verdict families summarised in the PR text; the HTML report has all of them.
+PR_FAMILIES = (
+    "lookup_get_hit",
+    "step",
+    "scaling",
+    "gc_full",
+    "gc_pause",
+    "memory_request_bytes",
+)
+
+
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Cells must already be escaped (esc_md) and on one line."""
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+    ]
+    for row in rows:
+        cells = [clean(c) or " " for c in row]
+        cells += [" "] * (len(head) - len(cells))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def env_line(run: RunData) -> str:
+    env = run.environment
+    device = str(env.get("device", "?"))
+    if env.get("device_name"):
+        device += f" ({env['device_name']})"
+    parts = [
+        f"Python {env.get('python', '?')}",
+        f"torch {env.get('torch', '?')}",
+        f"device {device}",
+        f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} CPUs)",
+        f"commit {env.get('git_commit', '?')}",
+        f"live requests {run.config.get('live_requests', '?')}",
+        f"baseline {run.baseline}",
+        f"run {run.status}",
+    ]
+    return "**Environment:** " + " · ".join(esc_md(p) for p in parts)
+
+
+def headline_cell(metric: Metric, strategy: str) -> str:
+    cell = metric.cells.get(strategy)
+    if cell is None:
+        return ""
+    if cell.baseline or cell.ratio is None:
+        return esc_md(fmt(cell.value, metric.unit) + (" (baseline)" if cell.baseline else ""))
+    text = esc_md(fmt_ratio(cell.ratio, cell.ci_low, cell.ci_high))
+    word = metric.word(cell)
+    if word and word != "same":
+        text += f" **{esc_md(word)}**"
+    elif word:
+        text += " same"
+    if cell.noisy:
+        text += " (noisy)"
+    return text
+
+
+def headline_md(metrics: list[Metric], run: RunData) -> str:
+    strategies = [s for s in run.strategy_names() if any(s in m.cells for m in metrics)]
+    head = ["strategy", *(esc_md(m.title) for m in metrics)]
+    rows = [[md_code(s), *(headline_cell(m, s) for m in metrics)] for s in strategies]
+    return md_table(head, rows)
+
+
+def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str:
+    out = [
+        "### Speed tests",
+        "",
+        env_line(run),
+        "",
+    ]
+    if metrics:
+        out += [
+            f"Ratio against {md_code(run.baseline)} with 95% CI (lower is better); "
+            "**bold** = significant (p < 0.05, CI excludes 1). Baseline row: absolute values. "
+            "Bytes, tracked objects and GC pause per 1k steps are single aggregates: ratio only, no test.",
+            "",
+            headline_md(metrics, run),
+            "",
+        ]
+    else:
+        out += ["No results in this run.", ""]
+    lines = []
+    for key in PR_FAMILIES:
+        family = verdict.family(key)
+        if family is None:
+            continue
+        sentences = describe_family(family, verdict.baseline)
+        lines.append(f"- **{esc_md(family.title)}:** " + " ".join(esc_md(s) for s in sentences))
+    if lines:
+        out += ["**Verdict** (computed from the data):", "", *lines, ""]
+    failed = {
+        name: len(d.failures) + len(d.worker_errors)
+        for name, d in run.suites.items()
+        if d.failures or d.worker_errors or d.status not in ("done", "partial")
+    }
+    if failed:
+        listing = ", ".join(
+            f"{esc_md(n)} ({esc_md(run.suites[n].status)}, {c} error(s))" for n, c in failed.items()
+        )
+        out += [f"**Failures:** {listing}; see report.html.", ""]
+    descriptions = [
+        [md_code(name), esc_md(run.strategies.get(name, {}).get("description", ""))]
+        for name in run.strategy_names()
+    ]
+    out += [
+        "<details><summary>Strategies</summary>",
+        "",
+        md_table(["strategy", "description"], descriptions),
+        "",
+        "</details>",
+        "",
+        "Reproduce:",
+        "",
+        md_code_block(run.command),
+        "",
+    ]
+    return "\n".join(out)

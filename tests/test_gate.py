@@ -1,0 +1,210 @@
+"""The regression gate. Instruction mode end to end (deterministic: callgrind counts), and the
+judgement rules on synthetic values. Wall-clock detection rates belong to a benchmark script,
+not to unit tests (see docs/GATE.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.errors import DataError, UsageError
+from bench.gate import judge, load_baseline, snapshot
+from bench.gate_config import GateConfig, load_gate_config
+from tests.helpers import FIXTURES, ROOT
+
+needs_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None, reason="valgrind not installed: apt-get install valgrind"
+)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A throwaway git repo holding a copy of this working tree, committed once."""
+    parent = tmp_path_factory.mktemp("gate")
+    path = snapshot(ROOT, parent, "repo")
+    shutil.copy(FIXTURES / "gate_tiny.toml", path / "gate_tiny.toml")
+    _git(path, "init", "-q", "-b", "main")
+    _git(path, "add", "-A")
+    _git(path, "commit", "-q", "-m", "base")
+    return path
+
+
+def _gate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench", "gate", "--pyproject", "gate_tiny.toml", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@needs_valgrind
+def test_instruction_gate_aa_passes_with_identical_counts(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "aa.json"
+    proc = _gate(
+        repo,
+        "--mode",
+        "instructions",
+        "--base",
+        "HEAD",
+        "--json",
+        str(out),
+        "--markdown",
+        str(tmp_path / "aa.md"),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())
+    (row,) = result["results"]
+    assert row["benchmark"] == "step/weakkey/pattern=per_field"
+    assert row["verdict"] == "pass"
+    assert abs(row["change_pct"]) < 0.5
+    assert "| `step/weakkey/pattern=per_field` |" in (tmp_path / "aa.md").read_text()
+
+
+@needs_valgrind
+def test_instruction_gate_catches_injected_regression(repo: Path, tmp_path: Path) -> None:
+    weakkey = repo / "strategies" / "weakkey.py"
+    original = weakkey.read_text()
+    patched = original.replace(
+        "def get(req: Any) -> PDHiddenReqState:\n",
+        "def get(req: Any) -> PDHiddenReqState:\n    for _ in range(25):  # injected work\n        pass\n",
+    )
+    assert patched != original
+    weakkey.write_text(patched)
+    try:
+        proc = _gate(
+            repo,
+            "--mode",
+            "instructions",
+            "--base",
+            "HEAD",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--markdown",
+            str(tmp_path / "r.md"),
+        )
+    finally:
+        weakkey.write_text(original)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "step/weakkey/pattern=per_field" in proc.stdout
+    assert "REGRESSION" in proc.stdout
+    (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert row["change_pct"] > 1.0
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"hello": 1}', "not a reqstate-bench gate result"),
+        ("", "not valid JSON"),
+    ],
+)
+def test_corrupt_baseline_exits_2(repo: Path, tmp_path: Path, content: str, needle: str) -> None:
+    bad = tmp_path / "baseline.json"
+    bad.write_text(content)
+    proc = _gate(repo, "--baseline", str(bad))
+    assert proc.returncode == 2
+    assert needle in proc.stderr
+    assert str(bad) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_incompatible_baseline_is_refused(tmp_path: Path) -> None:
+    cfg = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=())
+    other = GateConfig(
+        strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), live_requests=99
+    )
+    path = tmp_path / "old.json"
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "reqstate-bench-gate/1",
+                "fingerprint": other.fingerprint("wall"),
+                "values": {"candidate": {"step/weakkey/pattern=per_field": [1e-3, 1.1e-3, 1.2e-3]}},
+            }
+        )
+    )
+    with pytest.raises(DataError, match="incompatible baseline"):
+        load_baseline(path, cfg, "wall")
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "reqstate-bench-gate/1",
+                "fingerprint": cfg.fingerprint("wall"),
+                "values": {"candidate": {"x": [0]}},
+            }
+        )
+    )
+    with pytest.raises(DataError, match="malformed"):
+        load_baseline(path, cfg, "wall")
+
+
+CFG = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), threshold_pct=5.0)
+NAME = "step/weakkey/pattern=per_field"
+
+
+def _vals(center: float, spread: float = 0.002, n: int = 20) -> list[float]:
+    return [center * (1 + spread * ((i * 7919) % 11 - 5) / 5) for i in range(n)]
+
+
+def test_wall_judgement_rules() -> None:
+    base = _vals(1.0)
+    # +10%, significant, above the 5% threshold and quiet A/A: regression
+    (j,) = judge(
+        CFG,
+        "wall",
+        {"base": {NAME: base}, "candidate": {NAME: _vals(1.1)}, "aa": {NAME: _vals(1.1)}},
+        paired=True,
+    )
+    assert j.verdict == "regression"
+    # +3%: significant but under the threshold: pass
+    (j,) = judge(CFG, "wall", {"base": {NAME: base}, "candidate": {NAME: _vals(1.03)}}, paired=True)
+    assert j.verdict == "pass"
+    # +10% but the A/A twin differs by 15% from the candidate: the noise bound wins, pass
+    (j,) = judge(
+        CFG,
+        "wall",
+        {"base": {NAME: base}, "candidate": {NAME: _vals(1.1)}, "aa": {NAME: _vals(1.265)}},
+        paired=True,
+    )
+    assert j.noise_pct > 10
+    assert j.verdict == "pass"
+    # faster beyond the bound: improvement, never a failure
+    (j,) = judge(CFG, "wall", {"base": {NAME: base}, "candidate": {NAME: _vals(0.8)}}, paired=True)
+    assert j.verdict == "improvement"
+
+
+def test_missing_data_fails_closed() -> None:
+    with pytest.raises(DataError, match="no candidate values"):
+        judge(CFG, "wall", {"base": {NAME: [1.0, 1.0, 1.0]}, "candidate": {}}, paired=True)
+    with pytest.raises(DataError, match="no baseline values"):
+        judge(CFG, "instructions", {"base": {}, "candidate": {NAME: [5.0]}}, paired=True)
+
+
+def test_gate_config_from_pyproject(tmp_path: Path) -> None:
+    cfg = load_gate_config(ROOT / "pyproject.toml")
+    assert "step/weakkey/pattern=per_field" in cfg.benchmarks("wall")
+    bad = tmp_path / "p.toml"
+    bad.write_text("[tool.reqstate-bench.gate]\nthreshhold_pct = 3\n")
+    with pytest.raises(UsageError, match=r"unknown .* key 'threshhold_pct'"):
+        load_gate_config(bad)
+    over = load_gate_config(FIXTURES / "gate_tiny.toml", threshold_pct=7.5)
+    assert over.threshold_for(NAME, "wall") == 7.5
+    assert over.threshold_for(NAME, "instructions") == 1.0
