@@ -3,6 +3,8 @@ tests and the pytest-benchmark quick suite run over exactly the strategies `benc
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from strategies import Strategy, discover
@@ -13,3 +15,29 @@ ALL_STRATEGIES: list[Strategy] = discover()
 @pytest.fixture(params=ALL_STRATEGIES, ids=[s.name for s in ALL_STRATEGIES])
 def strategy(request: pytest.FixtureRequest) -> Strategy:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real `bench run` in the tiny configuration (every suite, every strategy plus the
+    hostile external one), shared by the end-to-end, report and browser tests."""
+    from tests.helpers import FIXTURES, run_cli
+
+    out = tmp_path_factory.mktemp("reports")
+    proc = run_cli(
+        "run",
+        "--config",
+        str(FIXTURES / "tiny_config.json"),
+        "--device",
+        "cpu",
+        "--no-report",
+        "--output-dir",
+        str(out),
+        "--external",
+        str(FIXTURES / "hostile_strategy.py"),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ETA" in proc.stderr  # progress was shown
+    assert "run folder:" in proc.stdout
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    return folder

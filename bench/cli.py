@@ -180,7 +180,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_report:
         from bench.report import write_report
 
-        for path in write_report(run_dir):
+        try:
+            paths = write_report(run_dir)
+        except Exception as exc:  # the measurements are safe on disk: say so, do not bury them
+            print(
+                f"error: the report could not be written ({type(exc).__name__}: {exc}); results "
+                f"are kept in {run_dir}; retry with: python -m bench report {run_dir}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        for path in paths:
             print(f"report: {path}")
     return 0 if manifest["status"] == "complete" else EXIT_FAILED
 

@@ -34,12 +34,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPORTS_DIR = ROOT / "reports"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to path so that readers see the old file or the whole new one."""
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write text or bytes to path so that readers see the old file or the whole new one."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from strategies._contract import FIELDS
+
 NAME = "control"
 DESCRIPTION = "no state at all: a shared write sink, measures the harness's own overhead"
 THREAD_SAFE_CREATE = True  # nothing is created
@@ -15,18 +17,7 @@ HOLDS_STATE = False
 
 
 class _Sink:
-    __slots__ = (
-        "capture_layer_ids",
-        "current_is_last",
-        "current_row_len",
-        "current_src_indices",
-        "current_start",
-        "dst_indices",
-        "meta",
-        "owner_direct_sent",
-        "src_indices",
-        "written",
-    )
+    __slots__ = FIELDS
 
     def __init__(self) -> None:
         # Defaults, so call sites that read before any write see well-typed values.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strategies._contract import set_fields
+from strategies._contract import FIELDS, set_fields
 
 NAME = "slots"
 DESCRIPTION = "declared field holding a __slots__ state object (no per-state __dict__)"
@@ -17,18 +17,7 @@ REQUEST_CLASS_FIELDS = {"pd_hidden_slots_state": None}
 
 
 class SlotsState:
-    __slots__ = (
-        "capture_layer_ids",
-        "current_is_last",
-        "current_row_len",
-        "current_src_indices",
-        "current_start",
-        "dst_indices",
-        "meta",
-        "owner_direct_sent",
-        "src_indices",
-        "written",
-    )
+    __slots__ = FIELDS
 
     def __init__(self) -> None:
         self.clear()

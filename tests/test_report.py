@@ -17,7 +17,6 @@ from bench.report import write_compare, write_report
 from bench.report.load import load_run
 from bench.report.text import clean, esc_md, md_code_block
 from bench.report.verdict import compute
-from tests.helpers import FIXTURES, run_cli
 
 SUITE_IDS = ("lookup", "step", "gc", "scaling")
 SECTION_IDS = ("env", "verdict", *SUITE_IDS, "strategies", "profile", "reproduce")
@@ -145,23 +144,8 @@ def assert_valid_md_tables(text: str) -> list[list[list[str]]]:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reports")
-    proc = run_cli(
-        "run",
-        "--config",
-        str(FIXTURES / "tiny_config.json"),
-        "--device",
-        "cpu",
-        "--no-report",
-        "--output-dir",
-        str(out),
-        "--external",
-        str(FIXTURES / "hostile_strategy.py"),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (folder,) = [p for p in out.iterdir() if p.is_dir()]
-    return folder
+def run_dir(tiny_run: Path) -> Path:
+    return tiny_run
 
 
 @pytest.fixture(scope="module")

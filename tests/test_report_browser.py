@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from bench.report import write_report
-from tests.helpers import FIXTURES, run_cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,23 +26,8 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def report_html(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reports")
-    proc = run_cli(
-        "run",
-        "--config",
-        str(FIXTURES / "tiny_config.json"),
-        "--device",
-        "cpu",
-        "--no-report",
-        "--output-dir",
-        str(out),
-        "--external",
-        str(FIXTURES / "hostile_strategy.py"),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return write_report(run_dir)[0]
+def report_html(chromium: str, tiny_run: Path) -> Path:
+    return write_report(tiny_run)[0]
 
 
 @pytest.fixture(scope="module")

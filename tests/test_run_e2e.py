@@ -12,7 +12,7 @@ import pytest
 
 from bench.config import LOOKUP_OPS, SUITES
 from bench.results import load_pyperf, values_of
-from tests.helpers import FIXTURES, ROOT, run_cli
+from tests.helpers import ROOT, run_cli
 
 STRATEGIES = [
     "control",
@@ -27,23 +27,8 @@ STRATEGIES = [
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("reports")
-    proc = run_cli(
-        "run",
-        "--config",
-        str(FIXTURES / "tiny_config.json"),
-        "--device",
-        "cpu",
-        "--output-dir",
-        str(out),
-        "--no-report",
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (folder,) = [p for p in out.iterdir() if p.is_dir()]
-    assert "run folder:" in proc.stdout
-    assert "ETA" in proc.stderr  # progress was shown
-    return folder
+def run_dir(tiny_run: Path) -> Path:
+    return tiny_run
 
 
 def test_manifest_records_a_complete_run(run_dir: Path) -> None:
@@ -54,7 +39,7 @@ def test_manifest_records_a_complete_run(run_dir: Path) -> None:
     env = manifest["environment"]
     for key in ("python", "torch", "device", "cpu", "git_commit"):
         assert env[key]
-    assert sorted(manifest["strategies"]) == STRATEGIES
+    assert sorted(manifest["strategies"]) == sorted([*STRATEGIES, "hostile_x"])
     assert all(len(m["source_sha256"]) == 64 for m in manifest["strategies"].values())
     assert manifest["command"].startswith("python -m bench run")
 
@@ -113,7 +98,7 @@ def test_extras_hold_percentiles_ratios_gc_and_fits(run_dir: Path) -> None:
     p = step["percentiles"]["step/weakkey/pattern=per_field"]
     assert p["p50_ns"] <= p["p99_ns"] <= p["p999_ns"] <= p["max_ns"]
     assert p["steps"] == 3 * 3  # values x steps per value, warm-up excluded
-    assert set(step["pattern_ratios"]) == set(STRATEGIES)
+    assert set(step["pattern_ratios"]) == {*STRATEGIES, "hostile_x"}
     summaries = {s["name"]: s for s in step["summaries"]}
     declared = summaries["step/declared/pattern=per_field"]
     assert declared["ratio"] is not None

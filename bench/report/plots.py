@@ -8,8 +8,6 @@ missing is skipped, never drawn empty. Every figure is closed after rendering.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from matplotlib.patches import Patch
 
 from bench.report.headline import lookup_sizes
 from bench.report.load import RunData
+from bench.results import write_atomic
 
 # Okabe & Ito (2008), without black, which is kept for the baseline.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
@@ -386,19 +385,6 @@ def make_plots(run: RunData) -> list[Plot]:
     return out
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     """Write every plot as PNG and SVG; remove this module's figures that have no data now
     (a re-rendered report never shows a stale plot)."""
@@ -412,6 +398,6 @@ def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     for p in plots:
         for ext, data in (("png", p.png), ("svg", p.svg)):
             path = out_dir / f"{p.name}.{ext}"
-            write_bytes_atomic(path, data)
+            write_atomic(path, data)
             paths.append(path)
     return paths
