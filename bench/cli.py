@@ -88,6 +88,8 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         value = getattr(args, attr)
         if value is not None:
             changes[attr] = value
+    if args.values is not None:
+        changes["step_values"] = args.values  # one knob for every suite's repetitions
     if args.requests is not None:
         changes["live_requests"] = args.requests
     if args.streaming:

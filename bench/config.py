@@ -39,6 +39,10 @@ class RunConfig:
     streaming: bool = False
     patterns: tuple[str, ...] = ("per_field", "cached")
     steps_per_value: int = 50
+    # The step suite is the headline and the noisiest (memory-bound, 16 schedulers share the
+    # caches): more processes and values than the other suites, for stable paired ratios.
+    step_workers: int = 4
+    step_values: int = 12
     # gc suite
     gc_modes: tuple[str, ...] = ("enabled", "frozen")
     background_objects: int = 500_000
@@ -58,6 +62,8 @@ class RunConfig:
             workers=1,
             gc_workers=1,
             scaling_workers=1,
+            step_workers=1,
+            step_values=8,
             values=8,
             lookup_sizes=(1_000,),
             lookup_min_value_ns=2_000_000,
@@ -81,6 +87,8 @@ class RunConfig:
         for name in (
             "workers",
             "gc_workers",
+            "step_workers",
+            "step_values",
             "scaling_workers",
             "values",
             "steps_per_value",

@@ -59,7 +59,11 @@ def _signals_raise() -> Iterator[None]:
 
 
 def workers_for(config: RunConfig, suite: str) -> int:
-    return {"gc": config.gc_workers, "scaling": config.scaling_workers}.get(suite, config.workers)
+    return {
+        "gc": config.gc_workers,
+        "scaling": config.scaling_workers,
+        "step": config.step_workers,
+    }.get(suite, config.workers)
 
 
 @dataclass
@@ -134,6 +138,8 @@ def worker_jobs(config: RunConfig, suite: str, n_workers: int) -> list[tuple[int
     """(worker index, configuration) per worker process. The gc suite needs one strategy's
     heap alone: one process per strategy per repetition, strategies in a seeded shuffled
     order each repetition. Other suites: every strategy in each process, interleaved."""
+    if suite == "step":
+        return [(w, replace(config, values=config.step_values)) for w in range(n_workers)]
     if suite != "gc":
         return [(w, config) for w in range(n_workers)]
     names = [s.name for s in resolve(config.strategies, external=config.external)]
