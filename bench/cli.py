@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.config import RunConfig
-from bench.errors import EXIT_FAILED, EXIT_USAGE, DataError, UsageError
+from bench.errors import EXIT_FAILED, EXIT_USAGE, DataError, UsageError, one_line
 from bench.results import DEFAULT_REPORTS_DIR
 from strategies import StrategyError, resolve
 
@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports errors in one line and exits 2 (its default, kept explicit)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(one_line(f"{self.prog}: {message}"))
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.argv = argv
         return int(args.func(args))
     except (UsageError, StrategyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -225,7 +225,9 @@ _ARG_TOKENS = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.lists(st.one_of(_ARG_TOKENS, st.text(max_size=8)), max_size=8))
 def test_fuzzed_run_arguments_give_a_config_or_a_clean_error(tokens: list[str]) -> None:
     parser = build_parser()
@@ -241,7 +243,7 @@ def test_fuzzed_run_arguments_give_a_config_or_a_clean_error(tokens: list[str]) 
     assert config.suites
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
 def test_fuzzed_result_files_load_or_fail_cleanly(
     tmp_path_factory: pytest.TempPathFactory, blob: bytes
