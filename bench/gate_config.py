@@ -40,10 +40,10 @@ class GateConfig:
     lookup_live: int = 10_000
     threshold_pct: float = 5.0
     instruction_threshold_pct: float = 1.0
-    rounds: int = 5
+    rounds: int = 8
     live_requests: int = 4096
     steps_per_value: int = 50
-    values: int = 4
+    values: int = 6
     instr_live_requests: int = 256
     instr_steps: int = 20
     instr_lookup_live: int = 2000
