@@ -7,7 +7,7 @@ lookup_ops = ["get_hit"]               # lookup benchmarks: lookup/<s>/op=<op>/l
 lookup_live = 10000
 threshold_pct = 5.0                    # wall-clock: fail above max(this, A/A noise)
 instruction_threshold_pct = 1.0        # instruction mode
-rounds = 5                             # wall-clock: base/candidate/A-A process triples
+rounds = 8                             # wall-clock: base/candidate/A-A process triples
 live_requests = 4096                   # wall-clock scheduler size
 instr_live_requests = 256              # instruction mode (callgrind is ~50x slower)
 instr_steps = 20
