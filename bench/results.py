@@ -11,7 +11,6 @@ a reader never sees half a file and an interrupted run keeps every suite already
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
@@ -222,7 +221,3 @@ def load_pyperf(path: Path) -> pyperf.BenchmarkSuite:
 def values_of(suite: pyperf.BenchmarkSuite) -> dict[str, list[float]]:
     """Every benchmark's values across its runs, keyed by benchmark name."""
     return {b.get_name(): list(b.get_values()) for b in suite.get_benchmarks()}
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -86,12 +86,7 @@ class Tracked:
     rows: list[int] | None = None  # all hidden rows (whole mode) or this chunk's (streaming)
     prefilled: int = 0
     hidden_due_step: int = -1
-    finished_prefill: bool = False
     dst: list[int] = field(default_factory=list)
-
-    @property
-    def uses_pd(self) -> bool:
-        return self.meta is not None
 
 
 def make_hidden(params: SchedulerParams, pool: RowPool) -> torch.Tensor:
@@ -172,7 +167,6 @@ class SyntheticScheduler:
             if t.meta is not None:  # bootstrapped, prefilled, hidden rows already sent
                 self.sites.bootstrap_finalize(t.req, t.meta, None, [], t.meta["target_layer_ids"])
                 self.sites.release_and_clear(t.req)
-            t.finished_prefill = True
             self.inflight.append(t)
         for _ in range(WAITING_TARGET):
             self.bootstrap.append(self._arrive())
@@ -280,7 +274,6 @@ class SyntheticScheduler:
                 t.rows = None
             self.sites.send_kv_chunk(t.req)
             if start + length >= t.prompt_len:
-                t.finished_prefill = True
                 t.hidden_due_step = self.step_no + self.params.hidden_done_steps
                 self.inflight.append(t)
 

@@ -238,10 +238,6 @@ def make_request_class(
     return type(f"Req_{suffix}", (), cls_dict)
 
 
-def request_attr_count(req: object) -> int:
-    return len(vars(req))
-
-
 @dataclass(frozen=True, kw_only=True)
 class StreamParams:
     """How requests arrive. Defaults follow WORKLOAD.md where it gives a number."""
