@@ -190,6 +190,13 @@ def measure_instructions(
 # -- judging ---------------------------------------------------------------------------------
 
 
+def per_round(values: list[float], per_process: int) -> list[float]:
+    """Median of each worker process's values (consecutive runs of `per_process`)."""
+    if len(values) % per_process:
+        raise DataError(f"{len(values)} values do not split into processes of {per_process}")
+    return [stats.median(values[i : i + per_process]) for i in range(0, len(values), per_process)]
+
+
 def judge(
     cfg: GateConfig, mode: str, values: dict[str, dict[str, list[float]]], *, paired: bool
 ) -> list[Judgement]:
@@ -229,11 +236,15 @@ def judge(
                 )
             )
             continue
+        # Values from one worker process are not independent (they share its memory layout and
+        # hash seed): the unit of replication is the round, so each process contributes the
+        # median of its values, and CIs and tests are over rounds, not over values.
+        base, cand = per_round(base, cfg.values), per_round(cand, cfg.values)
         cmp = stats.compare(cand, base, paired=paired)
         aa_vals = values.get("aa", {}).get(name)
         noise = 0.0
         if aa_vals and len(aa_vals) > 1:
-            aa_cmp = stats.compare(aa_vals, cand, paired=True)
+            aa_cmp = stats.compare(per_round(aa_vals, cfg.values), cand, paired=True)
             noise = max(aa_cmp.ci_high - 1, 1 - aa_cmp.ci_low, abs(aa_cmp.ratio - 1)) * 100
         bound = max(threshold, noise)
         change = (cmp.ratio - 1) * 100

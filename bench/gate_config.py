@@ -75,7 +75,7 @@ class GateConfig:
                 "seed",
             ]
             if mode == "instructions"
-            else ["live_requests", "steps_per_value", "lookup_live", "seed"]
+            else ["live_requests", "steps_per_value", "values", "lookup_live", "seed"]
         )
         d = asdict(self)
         return {"mode": mode, "benchmarks": self.benchmarks(mode), **{k: d[k] for k in keep}}

@@ -160,7 +160,7 @@ CFG = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=()
 NAME = "step/weakkey/pattern=per_field"
 
 
-def _vals(center: float, spread: float = 0.002, n: int = 20) -> list[float]:
+def _vals(center: float, spread: float = 0.002, n: int = 48) -> list[float]:
     return [center * (1 + spread * ((i * 7919) % 11 - 5) / 5) for i in range(n)]
 
 
