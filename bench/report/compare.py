@@ -15,6 +15,14 @@ from bench.report.markdown import md_table
 from bench.report.markup import Html, join, num, page, pre, section, table, tag, td
 from bench.report.text import esc_md, fmt, fmt_p, fmt_ratio, md_code, md_code_block
 
+# Measured: two default runs of near-identical code flagged 26 of 248 rows (10%).
+CAVEAT = (
+    "Two separate runs are not interleaved: machine drift between them is not controlled and "
+    "values from one worker process are correlated, so these p-values are optimistic (two runs "
+    "of the same code flagged ~10% of rows here). For a merge decision use `bench gate`, "
+    "which measures both trees in one job, round by round, against an A/A bound."
+)
+
 # Environment keys that make two runs hard to compare when they differ.
 ENV_KEYS = ("python", "torch", "device", "device_name", "cpu", "cpu_count", "platform")
 
@@ -152,7 +160,8 @@ def render_compare_html(d: Diff) -> str:
             f"{len(d.rows)} benchmarks in both runs: {len(faster)} faster, {len(slower)} slower, "
             f"{len(same)} without a significant change (p < 0.05 and CI excluding 1). "
             f"{len(d.only_base)} only in base, {len(d.only_head)} only in head.",
-        )
+        ),
+        tag("p", CAVEAT, class_="banner"),
     ]
     if differs:
         summary.append(
@@ -236,6 +245,8 @@ def render_compare_md(d: Diff) -> str:
         f"{len(d.rows)} benchmarks in both runs: **{len(faster)} faster**, "
         f"**{len(slower)} slower**, {len(d.rows) - len(faster) - len(slower)} same "
         "(unpaired: ratio of medians, bootstrap 95% CI, Mann-Whitney U, p < 0.05).",
+        "",
+        f"> {CAVEAT}",
         "",
     ]
     differs = d.env_differences()
