@@ -177,7 +177,7 @@ def test_wall_judgement_rules() -> None:
     # +3%: significant but under the threshold: pass
     (j,) = judge(CFG, "wall", {"base": {NAME: base}, "candidate": {NAME: _vals(1.03)}}, paired=True)
     assert j.verdict == "pass"
-    # +10% but the A/A twin differs by 15% from the candidate: the noise bound wins, pass
+    # +10% but the A/A twin differs by 15% from the candidate: the A/A bound wins, pass
     (j,) = judge(
         CFG,
         "wall",
