@@ -120,7 +120,7 @@ def _load_config_file(path: Path, base: RunConfig) -> RunConfig:
 
 def _check_strategies_and_device(config: RunConfig) -> None:
     """Refuse unknown strategies, a missing baseline or an unusable device before any work."""
-    from bench.rowpool import PoolShape, check_fits, default_shape
+    from bench.rowpool import check_fits, default_shape
     from bench.timing import resolve_device
 
     chosen = resolve(config.strategies, external=config.external)
@@ -132,9 +132,9 @@ def _check_strategies_and_device(config: RunConfig) -> None:
         )
     try:
         device = resolve_device(config.device)
-        shape = default_shape(device, chunked_prefill_size=config.chunked_prefill_size)
-        if config.pool_rows is not None:
-            shape = PoolShape(rows=config.pool_rows, width=shape.width, dtype=shape.dtype)
+        shape = default_shape(
+            device, chunked_prefill_size=config.chunked_prefill_size, pool_rows=config.pool_rows
+        )
         check_fits(shape, device)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

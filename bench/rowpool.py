@@ -48,8 +48,11 @@ class PoolShape:
         return self.rows * self.width * torch.empty((), dtype=self.dtype).element_size()
 
 
-def default_shape(device: torch.device, *, chunked_prefill_size: int) -> PoolShape:
-    rows = max(chunked_prefill_size, DEFAULT_POOL_ROWS)
+def default_shape(
+    device: torch.device, *, chunked_prefill_size: int, pool_rows: int | None = None
+) -> PoolShape:
+    """The pool for this device; `pool_rows` overrides the row count (the width stays)."""
+    rows = pool_rows if pool_rows is not None else max(chunked_prefill_size, DEFAULT_POOL_ROWS)
     if device.type == "cuda":
         return PoolShape(rows=rows, width=GPU_HIDDEN_WIDTH, dtype=GPU_DTYPE)
     return PoolShape(rows=rows, width=CPU_HIDDEN_WIDTH, dtype=CPU_DTYPE)

@@ -49,9 +49,9 @@ class WorkerContext:
 
     def pool_shape(self) -> PoolShape:
         cfg = self.config
-        shape = default_shape(self.device, chunked_prefill_size=cfg.chunked_prefill_size)
-        if cfg.pool_rows is not None:
-            shape = PoolShape(rows=cfg.pool_rows, width=shape.width, dtype=shape.dtype)
+        shape = default_shape(
+            self.device, chunked_prefill_size=cfg.chunked_prefill_size, pool_rows=cfg.pool_rows
+        )
         check_fits(shape, self.device)
         return shape
 
