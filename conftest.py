@@ -10,6 +10,8 @@ import pytest
 from strategies import Strategy, discover
 
 ALL_STRATEGIES: list[Strategy] = discover()
+# The built-in strategies' names: the one list tests compare against (derived, never pinned).
+STRATEGY_NAMES: list[str] = [s.name for s in ALL_STRATEGIES]
 
 
 @pytest.fixture(params=ALL_STRATEGIES, ids=[s.name for s in ALL_STRATEGIES])

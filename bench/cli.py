@@ -11,9 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.config import RunConfig
+from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
 from bench.errors import EXIT_FAILED, EXIT_USAGE, DataError, UsageError, one_line
-from bench.results import DEFAULT_REPORTS_DIR
-from strategies import StrategyError, resolve
+from bench.runformat import MANIFEST
+from bench.storage import DEFAULT_REPORTS_DIR
+from strategies import is_strategy_file, load_external, resolve
 
 
 class _Parser(argparse.ArgumentParser):
@@ -23,8 +25,27 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(one_line(f"{self.prog}: {message}"))
 
 
+def _split_strategies(
+    groups: list[tuple[str, ...]] | None, external: list[str]
+) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """--strategy takes names and strategy files alike: a file (a name with '/' or ending in
+    .py) is loaded like --external and selected by its NAME. Returns (names, externals)."""
+    if not groups:
+        return None, tuple(external)
+    names: list[str] = []
+    files = list(external)
+    for token in (x for group in groups for x in group):
+        if is_strategy_file(token):
+            names.append(load_external(token).name)
+            files.append(token)
+        else:
+            names.append(token)
+    return tuple(dict.fromkeys(names)), tuple(dict.fromkeys(files))
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
-    strategies = resolve(external=args.external)
+    names, external = _split_strategies(args.strategy, args.external)
+    strategies = resolve(names, external=external)
     width = max(len(s.name) for s in strategies)
     for s in strategies:
         tags = []
@@ -70,11 +91,12 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         config = config.quick()
     if args.config:
         config = _load_config_file(Path(args.config), config)
-    changes: dict[str, object] = {"device": args.device, "external": tuple(args.external)}
+    names, external = _split_strategies(args.strategy, args.external)
+    changes: dict[str, object] = {"device": args.device, "external": external}
     if args.suite:
         changes["suites"] = tuple(dict.fromkeys(x for group in args.suite for x in group))
-    if args.strategy:
-        changes["strategies"] = tuple(dict.fromkeys(x for group in args.strategy for x in group))
+    if names is not None:
+        changes["strategies"] = names
     for attr in (
         "baseline",
         "seed",
@@ -106,7 +128,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def _load_config_file(path: Path, base: RunConfig) -> RunConfig:
     """Overrides from a JSON object of RunConfig fields (see bench/config.py)."""
-    from bench.results import read_json
+    from bench.storage import read_json
 
     raw = read_json(path)
     if not isinstance(raw, dict):
@@ -120,7 +142,7 @@ def _load_config_file(path: Path, base: RunConfig) -> RunConfig:
 
 def _check_strategies_and_device(config: RunConfig) -> None:
     """Refuse unknown strategies, a missing baseline or an unusable device before any work."""
-    from bench.rowpool import check_fits, default_shape
+    from bench.rowpool import check_fits, default_shape  # torch: only when measuring
     from bench.timing import resolve_device
 
     chosen = resolve(config.strategies, external=config.external)
@@ -142,16 +164,16 @@ def _check_strategies_and_device(config: RunConfig) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from bench import runner
-    from bench.console import render_table
-    from bench.results import check_free_space, new_run_dir, read_json
+    from bench.report.console import render_table
+    from bench.storage import check_free_space, new_run_dir, read_json
 
     if args.resume:
         run_dir = Path(args.resume)
-        manifest = read_json(run_dir / "manifest.json")
+        manifest = read_json(run_dir / MANIFEST)
         try:
             config = RunConfig.from_json(json.dumps(manifest["config"]))
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataError(f"{run_dir}/manifest.json: unusable configuration ({exc})") from None
+            raise DataError(f"{run_dir / MANIFEST}: unusable configuration ({exc})") from None
         _check_strategies_and_device(config)
         check_free_space(run_dir)
         missing = runner.missing_suites(manifest)
@@ -214,9 +236,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from bench.gate import run_gate
-    from bench.gate_config import load_gate_config
-    from bench.results import ROOT
+    from bench.gate.config import load_gate_config
+    from bench.gate.run import run_gate
+    from bench.storage import ROOT
 
     overrides: dict[str, object] = {
         "strategies": args.strategy,
@@ -257,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE_OR_FILE",
         help="also load a strategy from a dotted module path or a .py file (repeatable)",
     )
+    p_list.add_argument(
+        "--strategy",
+        action="append",
+        type=_csv,
+        metavar="NAME_OR_FILE",
+        help="list only these (names, or strategy .py files loaded like --external)",
+    )
     p_list.set_defaults(func=_cmd_list)
 
     p_run = sub.add_parser("run", help="measure: run suites and write a run folder")
@@ -264,7 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--suite", action="append", type=_csv, help="lookup,step,gc,scaling (default: all)"
     )
     p_run.add_argument(
-        "--strategy", action="append", type=_csv, help="strategies to measure (default: all)"
+        "--strategy",
+        action="append",
+        type=_csv,
+        metavar="NAME_OR_FILE",
+        help="strategies to measure (default: all); a path/to/mine.py is loaded like --external",
     )
     p_run.add_argument(
         "--external",
@@ -274,14 +307,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="also measure a strategy from a module path or .py file",
     )
     p_run.add_argument(
-        "--quick", action="store_true", help="the small CI-sized set (about a minute)"
+        "--quick", action="store_true", help="the small CI-sized set (about a minute here)"
     )
     p_run.add_argument(
         "--config", metavar="JSON", help="configuration overrides (keys of bench/config.py)"
     )
     p_run.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     p_run.add_argument(
-        "--requests", type=_positive_int, help="live requests in the scheduler (default 4096)"
+        "--requests",
+        type=_positive_int,
+        help=f"live requests in the scheduler (default {DEFAULT_LIVE_REQUESTS})",
     )
     p_run.add_argument(
         "--pd-fraction", type=_fraction, help="share of requests using PD hidden state"
@@ -352,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         args.argv = argv
         return int(args.func(args))
-    except (UsageError, StrategyError) as exc:
+    except UsageError as exc:  # StrategyError and DataError included
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

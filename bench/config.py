@@ -3,20 +3,43 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-SUITES: tuple[str, ...] = ("lookup", "step", "gc", "scaling")
-LOOKUP_OPS: tuple[str, ...] = ("get_hit", "get_miss", "peek_hit", "peek_miss", "update", "reset")
+from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
+
 # Upper bound on live requests: beyond ~1M the synthetic requests alone outgrow this machine.
 MAX_LIVE_REQUESTS = 1 << 20
+
+
+def check_positive_ints(
+    obj: object, *, exempt: tuple[str, ...], label: Callable[[str], str]
+) -> None:
+    """Every `int` field of a dataclass, but the exempt ones, must be a positive integer."""
+    for f in fields(obj):  # type: ignore[arg-type]
+        if f.type != "int" or f.name in exempt:
+            continue
+        value = getattr(obj, f.name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{label(f.name)} must be a positive integer, got {value!r}")
+
+
+def _option(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _every_public_suite() -> tuple[str, ...]:
+    from bench.suites import public_names  # the registry imports suite modules, which import us
+
+    return public_names()
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """Everything a run needs; `quick()` gives the CI-sized variant."""
 
-    suites: tuple[str, ...] = SUITES
+    suites: tuple[str, ...] = field(default_factory=_every_public_suite)
     strategies: tuple[str, ...] | None = None  # None: every registered strategy
     external: tuple[str, ...] = ()
     baseline: str = "weakkey"  # the PR's strategy: ratios are "x times the PR"
@@ -32,7 +55,7 @@ class RunConfig:
     lookup_miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
     lookup_max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
     # scheduler (step, gc, scaling)
-    live_requests: int = 4096
+    live_requests: int = DEFAULT_LIVE_REQUESTS
     chunked_prefill_size: int = 8192
     pool_rows: int | None = None  # None: max(chunked_prefill_size, 16384)
     pd_fraction: float = 0.5
@@ -57,12 +80,12 @@ class RunConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def quick(self) -> RunConfig:
+        one_process: dict[str, Any] = dict.fromkeys(
+            ("workers", "gc_workers", "scaling_workers", "step_workers"), 1
+        )
         return replace(
             self,
-            workers=1,
-            gc_workers=1,
-            scaling_workers=1,
-            step_workers=1,
+            **one_process,
             step_values=8,
             values=8,
             lookup_sizes=(1_000,),
@@ -79,31 +102,15 @@ class RunConfig:
 
     def validate(self) -> None:
         """Raise ValueError with a one-line message for any impossible setting."""
-        unknown = [s for s in self.suites if s not in SUITES]
+        known = _every_public_suite()
+        unknown = [s for s in self.suites if s not in known]
         if unknown or not self.suites:
             raise ValueError(
-                f"unknown suite {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(SUITES)}"
+                f"unknown suite {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(known)}"
             )
-        for name in (
-            "workers",
-            "gc_workers",
-            "step_workers",
-            "step_values",
-            "scaling_workers",
-            "values",
-            "steps_per_value",
-            "gc_steps_per_value",
-            "scaling_steps_per_value",
-            "lookup_miss_batch",
-            "lookup_max_pass",
-            "chunked_prefill_size",
-            "memory_sample_requests",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"{name.replace('_', '-')} must be a positive integer, got {value}"
-                )
+        check_positive_ints(
+            self, exempt=("seed", "warmup_values", "background_objects"), label=_option
+        )
         if self.warmup_values < 0:
             raise ValueError("warmup-values must be >= 0")
         if self.values < 3:
@@ -124,7 +131,7 @@ class RunConfig:
             raise ValueError(f"pool-rows must be positive, got {self.pool_rows}")
         if self.background_objects < 0:
             raise ValueError("background-objects must be >= 0")
-        from bench.callsites import PATTERNS
+        from bench.core.callsites import PATTERNS
         from bench.gcprobe import GC_MODES
 
         for p in (*self.patterns, self.scaling_pattern):

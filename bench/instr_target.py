@@ -1,105 +1,11 @@
-"""The deterministic workload the instruction-count gate runs under callgrind.
-
-    python -m bench.instr_target BENCHMARK --iterations N [--live L] [--seed S] [--external F]
-
-BENCHMARK is a gate benchmark name: step/<strategy>/pattern=<p> or
-lookup/<strategy>/op=get_hit/live=<n>. The target builds the same setup whatever N is, then runs
-N iterations (scheduler steps, or passes of get over the live requests). The gate runs it twice,
-with N = 0 and N = iterations, and takes the difference of callgrind's totals: the instructions
-of the iterations alone, free of interpreter start-up and setup. No torch is imported: the
-scheduler uses a HostPool.
-"""
+"""Entry point kept at this path: gates run `python -m bench.instr_target` in every tree they
+compare, this one included when it is a base. The target lives in bench.gate.instr_target."""
 
 from __future__ import annotations
 
-import argparse
-import gc
 import sys
 
-from bench.hostpool import HostPool, host_hidden
-from bench.scheduler import SchedulerParams, SyntheticScheduler
-from bench.workload import make_request_class
-from strategies import Strategy, load_builtin, load_external
-
-# Pool rows for the host pool: WORKLOAD.md's default, as on the device.
-POOL_ROWS = 16384
-CHUNKED_PREFILL_SIZE = 8192
-
-
-def parse_benchmark(name: str) -> tuple[str, str, dict[str, str]]:
-    """'step/weakkey/pattern=cached' -> ('step', 'weakkey', {'pattern': 'cached'})."""
-    parts = name.split("/")
-    if len(parts) < 3 or parts[0] not in ("step", "lookup"):
-        raise ValueError(f"not a gate benchmark name: {name!r}")
-    params = {}
-    for p in parts[2:]:
-        key, sep, value = p.partition("=")
-        if not sep:
-            raise ValueError(f"not a gate benchmark name: {name!r}")
-        params[key] = value
-    return parts[0], parts[1], params
-
-
-def _strategy(name: str, external: list[str]) -> Strategy:
-    for spec in external:
-        s = load_external(spec)
-        if s.name == name:
-            return s
-    return load_builtin(name)
-
-
-def run(
-    name: str, iterations: int, *, live: int, seed: int, external: list[str], heap_shift: int = 0
-) -> list[object]:
-    scenario, strategy_name, params = parse_benchmark(name)
-    strategy = _strategy(strategy_name, external)
-    gc.disable()  # a collection's timing depends on history; counts must not
-    # Allocator state and object addresses (hence identity hashes) depend on the heap's
-    # history; the gate takes the median over a few deliberate shifts of it.
-    ballast: list[object] = [bytes(8 + (i * 37) % 200) for i in range(heap_shift * 997)]
-    if scenario == "step":
-        sp = SchedulerParams(
-            live_requests=live,
-            chunked_prefill_size=CHUNKED_PREFILL_SIZE,
-            pattern=params["pattern"],
-            seed=seed,
-        )
-        sched = SyntheticScheduler(
-            strategy, sp, HostPool(POOL_ROWS), hidden=host_hidden(CHUNKED_PREFILL_SIZE)
-        )
-        sched.run(iterations)
-        return ballast
-    n = int(params["live"])
-    cls = make_request_class(strategy)
-    reqs = [cls(f"i{i}", [1, 2], 1) for i in range(n)]
-    get = strategy.get
-    for r in reqs:
-        get(r)
-    for _ in range(iterations):
-        for r in reqs:
-            get(r)
-    return ballast
-
-
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.instr_target")
-    ap.add_argument("benchmark")
-    ap.add_argument("--iterations", type=int, required=True)
-    ap.add_argument("--live", type=int, default=512)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--external", action="append", default=[])
-    ap.add_argument("--heap-shift", type=int, default=0)
-    args = ap.parse_args(argv)
-    run(
-        args.benchmark,
-        args.iterations,
-        live=args.live,
-        seed=args.seed,
-        external=args.external,
-        heap_shift=args.heap_shift,
-    )
-    return 0
-
+from bench.gate.instr_target import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

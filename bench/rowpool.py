@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.allocator import IntervalAllocator, is_contiguous
+from bench.core.allocator import IntervalAllocator, is_contiguous
 
 __all__ = [
     "IntervalAllocator",

@@ -7,34 +7,33 @@ the run incomplete with what is missing; `python -m bench run --resume RUN` fini
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import random
 import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import analysis
+from bench import suites
 from bench.config import RunConfig
-from bench.results import (
+from bench.envinfo import environment
+from bench.pyperf_io import BenchValues, dump_pyperf, to_pyperf_suite
+from bench.runformat import (
+    MANIFEST,
     SCHEMA,
-    BenchValues,
-    dump_pyperf,
-    environment,
-    read_json,
-    strategy_metadata,
-    to_pyperf_suite,
-    write_json,
+    ExtraFile,
+    SuiteExtras,
+    decode,
+    extra_file,
+    pyperf_file,
 )
+from bench.storage import read_json, write_json
 from bench.timing import resolve_device, wall_s
-from strategies import resolve
-
-# Rough relative cost of each suite, for the ETA before any suite has finished.
-_SUITE_WEIGHT = {"lookup": 1.0, "step": 1.0, "gc": 1.0, "scaling": 1.0}
+from strategies import Strategy, resolve
 
 
 class Interrupted(Exception):
@@ -58,28 +57,18 @@ def _signals_raise() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def workers_for(config: RunConfig, suite: str) -> int:
-    return {
-        "gc": config.gc_workers,
-        "scaling": config.scaling_workers,
-        "step": config.step_workers,
-    }.get(suite, config.workers)
-
-
 @dataclass
 class Progress:
-    """Prints `[suite i/n] label  (x% of run, ETA ...)` lines to stderr."""
+    """Prints `[suite i/n] label  (x% of run, ETA ...)` lines to stderr; every suite counts as
+    an equal share of the run."""
 
     suites: list[str]
     stream: Any = field(default_factory=lambda: sys.stderr)
     started: float = field(default_factory=wall_s)
-    done_weight: float = 0.0
-
-    def total_weight(self) -> float:
-        return sum(_SUITE_WEIGHT[s] for s in self.suites)
+    done: int = 0
 
     def update(self, suite: str, fraction_of_suite: float, label: str) -> None:
-        frac = (self.done_weight + _SUITE_WEIGHT[suite] * fraction_of_suite) / self.total_weight()
+        frac = (self.done + fraction_of_suite) / len(self.suites)
         elapsed = wall_s() - self.started
         eta = f"ETA {_fmt_s(elapsed * (1 - frac) / frac)}" if frac > 0.02 else "ETA --"
         idx = self.suites.index(suite) + 1
@@ -89,8 +78,8 @@ class Progress:
             flush=True,
         )
 
-    def suite_done(self, suite: str) -> None:
-        self.done_weight += _SUITE_WEIGHT[suite]
+    def suite_done(self) -> None:
+        self.done += 1
 
 
 def _fmt_s(seconds: float) -> str:
@@ -134,55 +123,19 @@ def run_worker(
     return rc, "\n".join(tail)
 
 
-def worker_jobs(config: RunConfig, suite: str, n_workers: int) -> list[tuple[int, RunConfig]]:
-    """(worker index, configuration) per worker process. The gc suite needs one strategy's
-    heap alone: one process per strategy per repetition, strategies in a seeded shuffled
-    order each repetition. Other suites: every strategy in each process, interleaved."""
-    if suite == "step":
-        return [(w, replace(config, values=config.step_values)) for w in range(n_workers)]
-    if suite != "gc":
-        return [(w, config) for w in range(n_workers)]
-    names = [s.name for s in resolve(config.strategies, external=config.external)]
-    rng = random.Random(config.seed)
-    jobs = []
-    for w in range(n_workers):
-        order = list(names)
-        rng.shuffle(order)
-        jobs += [
-            (w, replace(config, strategies=(name,), external=_external_for(config, name)))
-            for name in order
-        ]
-    return jobs
-
-
-def _external_for(config: RunConfig, name: str) -> tuple[str, ...]:
-    """Only the external spec that defines `name` (a worker resolves just its strategy)."""
-    for spec in config.external:
-        if resolve_external_name(spec) == name:
-            return (spec,)
-    return ()
-
-
-def resolve_external_name(spec: str) -> str:
-    from strategies import load_external
-
-    return load_external(spec).name
-
-
 def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) -> dict[str, Any]:
     """All workers of one suite; writes <suite>.json and <suite>.extra.json; returns status."""
-    n_workers = workers_for(config, suite)
+    spec = suites.get(suite)
     merged: dict[str, list[BenchValues]] = {}
-    units: dict[str, str] = {}
     failures: dict[str, str] = {}
-    extras: list[dict[str, Any]] = []
+    extras = SuiteExtras()
     worker_errors: list[str] = []
     t0 = wall_s()
-    jobs = worker_jobs(config, suite, n_workers)
+    jobs = spec.plan(config)
     with tempfile.TemporaryDirectory(prefix=f".{suite}-", dir=run_dir) as tmp:
-        for j, (w, job_config) in enumerate(jobs):
+        for j, job in enumerate(jobs):
             cfg_path = Path(tmp) / f"config{j}.json"
-            cfg_path.write_text(job_config.to_json(), encoding="utf-8")
+            cfg_path.write_text(job.config.to_json(), encoding="utf-8")
             out_path = Path(tmp) / f"worker{j}.json"
 
             def relay(frac: float, label: str, j: int = j) -> None:
@@ -190,7 +143,7 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
                     suite, (j + frac) / len(jobs), f"{label} (worker {j + 1}/{len(jobs)})"
                 )
 
-            rc, tail = run_worker(suite, cfg_path, out_path, w, relay)
+            rc, tail = run_worker(suite, cfg_path, out_path, job.worker_index, relay)
             if rc != 0 or not out_path.exists():
                 last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
                 worker_errors.append(f"worker {j} failed: {last}")
@@ -200,21 +153,20 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
                 if not b["values"]:
                     continue
                 merged.setdefault(name, []).append(
-                    BenchValues(name, b["values"], b["warmups"], b["loops"], b["unit"])
+                    BenchValues(
+                        name, b["values"], b["warmups"], b["loops"], b["unit"], b["gc_mode"]
+                    )
                 )
-                units[name] = b["unit"]
             failures.update(data["failures"])
-            extras.append(data["extra"])
-    env_md = read_json(run_dir / "manifest.json")["environment"]
+            extras.merge(decode(SuiteExtras, data["extra"], out_path, "worker extras"))
+    environment = read_json(run_dir / MANIFEST)["environment"]
     files: dict[str, str] = {}
     if merged:
-        md = {**env_md, "gc_mode": "enabled"}
-        dump_pyperf(to_pyperf_suite(merged, md), run_dir / f"{suite}.json")
-        files["pyperf"] = f"{suite}.json"
-    values = {n: [v for bv in runs for v in bv.values] for n, runs in merged.items()}
-    extra = summarize_extras(suite, values, units, extras, config)
-    write_json(run_dir / f"{suite}.extra.json", extra)
-    files["extra"] = f"{suite}.extra.json"
+        dump_pyperf(to_pyperf_suite(merged, environment), run_dir / pyperf_file(suite))
+        files["pyperf"] = pyperf_file(suite)
+    extra = ExtraFile(schema=SCHEMA, suite=suite, extras=extras)
+    write_json(run_dir / extra_file(suite), dataclasses.asdict(extra))
+    files["extra"] = extra_file(suite)
     if worker_errors and not merged:
         status = "failed"
     elif failures or worker_errors:
@@ -227,87 +179,22 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
         "failures": failures,
         "worker_errors": worker_errors,
         "wall_s": round(wall_s() - t0, 2),
-        "workers": n_workers,
+        "workers": len({job.worker_index for job in jobs}),
     }
 
 
-def summarize_extras(
-    suite: str,
-    values: dict[str, list[float]],
-    units: dict[str, str],
-    extras: list[dict[str, Any]],
-    config: RunConfig,
-) -> dict[str, Any]:
-    summaries = analysis.summarize(values, units, baseline=config.baseline)
-    out: dict[str, Any] = {
-        "schema": SCHEMA,
-        "suite": suite,
-        "baseline": config.baseline,
-        "summaries": [s.to_dict() for s in summaries],
+def strategy_metadata(strategies: list[Strategy]) -> dict[str, dict[str, Any]]:
+    return {
+        s.name: {
+            "description": s.description,
+            "source": s.source_path,
+            "source_sha256": s.source_sha256,
+            "external": s.external,
+            "thread_safe_create": s.thread_safe_create,
+            "holds_state": s.holds_state,
+        }
+        for s in strategies
     }
-    if suite in ("step", "gc", "scaling"):
-        per_step: dict[str, dict[str, list[int]]] = {}
-        sources = []
-        for e in extras:
-            if suite == "gc":
-                sources += [m.get("steps", {}) for m in e.get("modes", {}).values()]
-            else:
-                sources.append(e.get("steps", {}))
-        for src in sources:
-            for name, kept in src.items():
-                acc = per_step.setdefault(name, {"host_ns": [], "device_ns": [], "gc": []})
-                for key in acc:
-                    acc[key].extend(kept.get(key, []))
-        out["percentiles"] = {
-            name: {
-                **analysis.step_percentiles(d["host_ns"], d["gc"]),
-                "device_p50_ns": analysis.stats.median(d["device_ns"])
-                if any(d["device_ns"])
-                else None,
-            }
-            for name, d in per_step.items()
-            if d["host_ns"]
-        }
-        # keep raw per-step host latencies for plots (bounded: at most 5,000 per benchmark)
-        out["step_host_ns"] = {name: d["host_ns"][:5000] for name, d in per_step.items()}
-    if suite == "step":
-        out["pattern_ratios"] = analysis.pattern_ratios(values)
-    if suite == "scaling":
-        out["fits"] = analysis.scaling_fits(values)
-        out["pattern"] = config.scaling_pattern
-    if suite == "gc":
-        modes: dict[str, Any] = {}
-        for e in extras:
-            for mode, m in e.get("modes", {}).items():
-                acc = modes.setdefault(mode, {"per_benchmark": {}, "tracked_objects_at_start": []})
-                acc["tracked_objects_at_start"].extend(m["tracked_objects_at_start"])
-                for name, pb in m["per_benchmark"].items():
-                    tot = acc["per_benchmark"].setdefault(
-                        name,
-                        {
-                            "collections": [0, 0, 0],
-                            "pause_ns": [0, 0, 0],
-                            "max_pause_ns": 0,
-                            "steps": 0,
-                        },
-                    )
-                    tot["collections"] = [
-                        a + b for a, b in zip(tot["collections"], pb["collections"], strict=True)
-                    ]
-                    tot["pause_ns"] = [
-                        a + b for a, b in zip(tot["pause_ns"], pb["pause_ns"], strict=True)
-                    ]
-                    tot["max_pause_ns"] = max(tot["max_pause_ns"], pb["max_pause_ns"])
-                    tot["steps"] += pb["steps"]
-        out["gc_rates"] = {mode: analysis.gc_rates(m["per_benchmark"]) for mode, m in modes.items()}
-        out["tracked_objects_at_start"] = {
-            m: v["tracked_objects_at_start"] for m, v in modes.items()
-        }
-        memory: dict[str, Any] = {}
-        for e in extras:  # one strategy per gc worker: merge their memory figures
-            memory.update(e.get("memory", {}))
-        out["memory"] = memory
-    return out
 
 
 def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
@@ -323,7 +210,7 @@ def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
         "suites": {s: {"status": "pending"} for s in config.suites},
         "status": "running",
     }
-    write_json(run_dir / "manifest.json", manifest)
+    write_json(run_dir / MANIFEST, manifest)
     return manifest
 
 
@@ -336,15 +223,15 @@ def execute(run_dir: Path, manifest: dict[str, Any], config: RunConfig) -> dict[
     ]
     progress = Progress(suites=todo)
     manifest["status"] = "running"
-    write_json(run_dir / "manifest.json", manifest)
+    write_json(run_dir / MANIFEST, manifest)
     try:
         with _signals_raise():
             for suite in todo:
                 manifest["suites"][suite] = {"status": "running"}
-                write_json(run_dir / "manifest.json", manifest)
+                write_json(run_dir / MANIFEST, manifest)
                 manifest["suites"][suite] = run_suite(config, suite, run_dir, progress)
-                progress.suite_done(suite)
-                write_json(run_dir / "manifest.json", manifest)
+                progress.suite_done()
+                write_json(run_dir / MANIFEST, manifest)
     except Interrupted as exc:
         finish(run_dir, manifest, interrupted=exc.signum)
         raise
@@ -372,4 +259,4 @@ def finish(run_dir: Path, manifest: dict[str, Any], interrupted: int | None = No
         manifest.pop("missing", None)
     if interrupted is not None:
         manifest["interrupted_by"] = signal.Signals(interrupted).name
-    write_json(run_dir / "manifest.json", manifest)
+    write_json(run_dir / MANIFEST, manifest)

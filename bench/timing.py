@@ -11,8 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a device is used: readers of results never need it
+    import torch
 
 now_ns: Callable[[], int] = time.perf_counter_ns
 wall_s: Callable[[], float] = time.time  # timestamps for humans (ETA, manifest), never timing
@@ -20,6 +22,8 @@ wall_s: Callable[[], float] = time.time  # timestamps for humans (ETA, manifest)
 
 def resolve_device(name: str) -> torch.device:
     """'auto' -> cuda when available, else cpu. Raises ValueError for a device we cannot use."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cpu":
@@ -34,6 +38,8 @@ def resolve_device(name: str) -> torch.device:
 def sync(device: torch.device) -> None:
     """Wait until the device has finished queued work (no-op on the CPU)."""
     if device.type == "cuda":
+        import torch
+
         torch.cuda.synchronize(device)
 
 
@@ -47,10 +53,12 @@ class StepClock:
 
     device: torch.device
     _t0: int = 0
-    _events: tuple[torch.cuda.Event, torch.cuda.Event] | None = None
+    _events: tuple[Any, Any] | None = None  # (start, end) torch.cuda.Event
 
     def __post_init__(self) -> None:
         if self.device.type == "cuda":
+            import torch
+
             self._events = (
                 torch.cuda.Event(enable_timing=True),
                 torch.cuda.Event(enable_timing=True),

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import torch
 
+from bench import suites
 from bench.config import RunConfig
-from bench.results import write_json
-from bench.suites import RUNNERS, WorkerContext
+from bench.storage import write_json
+from bench.suites.measure import WorkerContext
 from bench.timing import resolve_device
 from strategies import resolve
 
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
         strategies=strategies,
         rng=random.Random(config.seed * 1009 + int(index)),
     )
-    output = RUNNERS[suite](ctx)
+    output = suites.get(suite).run(ctx)
     write_json(Path(output_path), output.to_dict())
     return 0
 

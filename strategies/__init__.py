@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any
 
+from bench.errors import UsageError
 from strategies._contract import (
     OPTIONAL_MAPPINGS,
     REQUIRED_ATTRS,
@@ -31,8 +32,9 @@ _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _EMPTY: Mapping[str, object] = MappingProxyType({})
 
 
-class StrategyError(Exception):
-    """A strategy module breaks the contract, or a strategy cannot be found or loaded."""
+class StrategyError(UsageError):
+    """A strategy module breaks the contract, or a strategy cannot be found or loaded (a user's
+    mistake: the command line shows it as one line and exits 2)."""
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
@@ -51,7 +53,6 @@ class Strategy:
     live_states: Callable[[], int]
     request_init_fields: Mapping[str, object]
     request_class_fields: Mapping[str, object]
-    module_name: str
     source_path: str
     source_sha256: str
     external: bool = False
@@ -113,7 +114,6 @@ def validate(module: ModuleType, *, external: bool = False) -> Strategy:
         live_states=module.live_states,
         request_init_fields=shaping["REQUEST_INIT_FIELDS"],
         request_class_fields=shaping["REQUEST_CLASS_FIELDS"],
-        module_name=module.__name__,
         source_path=where,
         source_sha256=hashlib.sha256(source.encode()).hexdigest(),
         external=external,
@@ -166,9 +166,14 @@ def load_builtin(name: str) -> Strategy:
     return resolve([name])[0]
 
 
+def is_strategy_file(spec: str) -> bool:
+    """A path to a .py file rather than a strategy NAME or a dotted module path."""
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
 def load_external(spec: str) -> Strategy:
     """Load a user's strategy from a dotted module path or a path to a .py file."""
-    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+    if is_strategy_file(spec):
         path = Path(spec)
         if not path.is_file():
             raise StrategyError(f"{spec}: no such strategy file")

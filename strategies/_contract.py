@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 # The ten fields and their defaults (WORKLOAD.md, "Why the state exists"). List-valued fields
 # default to None: the real code assigns fresh lists at bootstrap, never shares a default.
@@ -51,21 +51,6 @@ FIELDS: tuple[str, ...] = tuple(FIELD_DEFAULTS)
 REQUIRED_ATTRS: tuple[str, ...] = ("NAME", "DESCRIPTION", "THREAD_SAFE_CREATE")
 REQUIRED_FUNCS: tuple[str, ...] = ("get", "peek", "update", "reset", "release", "live_states")
 OPTIONAL_MAPPINGS: tuple[str, ...] = ("REQUEST_INIT_FIELDS", "REQUEST_CLASS_FIELDS")
-
-
-class StrategyModule(Protocol):
-    """Static view of a strategy module (the registry checks it at run time)."""
-
-    NAME: str
-    DESCRIPTION: str
-    THREAD_SAFE_CREATE: bool
-
-    def get(self, req: Any) -> Any: ...
-    def peek(self, req: Any) -> Any | None: ...
-    def update(self, req: Any, **fields: object) -> None: ...
-    def reset(self, req: Any) -> None: ...
-    def release(self, req: Any) -> None: ...
-    def live_states(self) -> int: ...
 
 
 class PDHiddenReqState:

@@ -10,7 +10,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from bench.workload import make_request_class
+from bench.core.workload import make_request_class
 from strategies import Strategy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from bench.workload import make_request_class
+from bench.core.workload import make_request_class
+from bench.names import BenchName
 from strategies import Strategy
 
 LIVE = 1000
@@ -43,8 +44,9 @@ def live(strategy: Strategy) -> Iterator[list[Any]]:
 
 
 def _name(benchmark: Any, strategy: Strategy, op: str) -> None:
-    benchmark.group = f"op={op}/live={LIVE}"
-    benchmark.name = f"lookup/{strategy.name}/op={op}/live={LIVE}"
+    name = BenchName.of("lookup", strategy.name, op=op, live=LIVE)
+    benchmark.group = name.condition
+    benchmark.name = str(name)
 
 
 def test_get_hit(benchmark: Any, strategy: Strategy, live: list[Any]) -> None:

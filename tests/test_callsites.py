@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bench.callsites import PATTERNS, compile_callsites, lookup_counts, render
-from bench.workload import StreamParams, dspark_meta
+from bench.core.callsites import PATTERNS, compile_callsites, lookup_counts, render
+from bench.core.workload import StreamParams, dspark_meta
 from strategies import Strategy
 from strategies._contract import FIELD_DEFAULTS, FIELDS
 from tests.helpers import new_request

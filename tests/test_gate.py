@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.errors import DataError, UsageError
-from bench.gate import judge, load_baseline, snapshot
-from bench.gate_config import GateConfig, load_gate_config
+from bench.gate.config import GateConfig, load_gate_config
+from bench.gate.git import snapshot
+from bench.gate.judge import judge, load_baseline
 from tests.helpers import FIXTURES, ROOT
 
 needs_valgrind = pytest.mark.skipif(

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from bench.cli import _config_from_args, build_parser
 from bench.errors import DataError, UsageError
-from bench.results import check_free_space, load_pyperf, new_run_dir, write_atomic
+from bench.names import BenchName
+from bench.pyperf_io import load_pyperf, values_of
+from bench.storage import check_free_space, new_run_dir, write_atomic
 from tests.helpers import FIXTURES, ROOT, run_cli
 
 TINY = str(FIXTURES / "tiny_config.json")
@@ -53,8 +55,8 @@ def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: P
         st_ = manifest["suites"][suite]
         assert st_["status"] == "partial"
         assert "flaky strategy gave up" in st_["failures"]["flaky"]
-    names = json.loads((run / "step.extra.json").read_text())["summaries"]
-    strategies = {s["strategy"] for s in names}
+    names = values_of(load_pyperf(run / "step.json"))
+    strategies = {BenchName.parse(n).strategy for n in names}
     assert {"weakkey", "declared"} <= strategies
     assert "FAILED flaky" in proc.stdout
     html = (run / "report.html").read_text()
@@ -248,8 +250,8 @@ def test_fuzzed_run_arguments_give_a_config_or_a_clean_error(tokens: list[str]) 
 def test_fuzzed_result_files_load_or_fail_cleanly(
     tmp_path_factory: pytest.TempPathFactory, blob: bytes
 ) -> None:
-    from bench.gate import load_baseline
-    from bench.gate_config import GateConfig
+    from bench.gate.config import GateConfig
+    from bench.gate.judge import load_baseline
     from bench.report.load import load_run
 
     folder = tmp_path_factory.mktemp("fuzz")

@@ -17,6 +17,7 @@ from bench.report import write_compare, write_report
 from bench.report.load import load_run
 from bench.report.text import clean, esc_md, md_code_block
 from bench.report.verdict import compute
+from conftest import STRATEGY_NAMES
 
 SUITE_IDS = ("lookup", "step", "gc", "scaling")
 SECTION_IDS = ("env", "verdict", *SUITE_IDS, "strategies", "profile", "reproduce")
@@ -260,7 +261,7 @@ def test_verdict_is_computed_from_data(run_dir: Path, report: tuple[str, str]) -
     for ranking in step.rankings:
         values = [e.value for e in ranking.entries]
         assert values == sorted(values)
-        assert len(ranking.entries) == 9  # eight built-ins and hostile_x
+        assert len(ranking.entries) == len(STRATEGY_NAMES) + 1  # the built-ins and hostile_x
     body = section_of(report[0], "verdict")
     assert "Best at per_field" in body or "Tied best at per_field" in body
     assert "per_field → cached" in body
@@ -279,7 +280,7 @@ def test_summary_md_is_valid_github_markdown(run_dir: Path, report: tuple[str, s
     header = " ".join(headline[0])
     for needle in ("get\\_hit", "step (per\\_field)", "step (cached)", "p99", "bytes", "GC pause"):
         assert needle in header, needle
-    assert len(headline) == 2 + 9
+    assert len(headline) == 2 + len(STRATEGY_NAMES) + 1
     assert "(baseline)" in " ".join(headline[2])  # baseline first, absolute values
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert f"```sh\n{manifest['command']}\n```" in md
@@ -450,7 +451,17 @@ BAD_FILES = [
     ("manifest.json", "[1, 2]", r"manifest\.json: not a reqstate-bench manifest"),
     ("step.extra.json", "truncate", r"step\.extra\.json: not valid JSON"),
     ("step.extra.json", '{"hello": 1}', r"step\.extra\.json: not a reqstate-bench results"),
-    ("step.extra.json", '{"summaries": [{"x": 1}]}', r"step\.extra\.json: summaries\[0\]"),
+    (
+        "step.extra.json",
+        '{"schema": "reqstate-bench/2", "suite": "step", "extras": {"steps": {"x": 1}}}',
+        r"step\.extra\.json: extra file\.extras\.steps\.x should be an object",
+    ),
+    (
+        "step.extra.json",
+        '{"schema": "reqstate-bench/2", "suite": "step", "extras": {"steps": '
+        '{"step/x/pattern=cached": {"host_ns": [1], "device_ns": [], "gc": [0]}}}}',
+        r"step\.extra\.json: .*differ in length",
+    ),
     ("gc.extra.json", "truncate", r"gc\.extra\.json: not valid JSON"),
     ("lookup.json", "truncate", r"lookup\.json: not valid JSON"),
     ("lookup.json", '{"hello": 1}', r"lookup\.json: not a pyperf benchmark file"),

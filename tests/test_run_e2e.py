@@ -10,20 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import LOOKUP_OPS, SUITES
-from bench.results import load_pyperf, values_of
+from bench.pyperf_io import gc_modes_of, load_pyperf, values_of
+from bench.report.load import load_run
+from bench.runformat import SCHEMA
+from bench.suites import public_names
+from bench.suites.lookup import OPS as LOOKUP_OPS
+from conftest import STRATEGY_NAMES as STRATEGIES
 from tests.helpers import ROOT, run_cli
 
-STRATEGIES = [
-    "control",
-    "declared",
-    "dynattr",
-    "fat_req",
-    "rid_dict",
-    "slots",
-    "tensor_soa",
-    "weakkey",
-]
+SUITES = public_names()
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +36,9 @@ def test_manifest_records_a_complete_run(run_dir: Path) -> None:
         assert env[key]
     assert sorted(manifest["strategies"]) == sorted([*STRATEGIES, "hostile_x"])
     assert all(len(m["source_sha256"]) == 64 for m in manifest["strategies"].values())
+    assert manifest["strategies"]["control"]["holds_state"] is False
+    assert manifest["strategies"]["weakkey"]["holds_state"] is True
+    assert manifest["schema"] == SCHEMA
     assert manifest["command"].startswith("python -m bench run")
 
 
@@ -93,29 +91,47 @@ def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: P
     assert proc.returncode == 0, proc.stderr
 
 
-def test_extras_hold_percentiles_ratios_gc_and_fits(run_dir: Path) -> None:
+def test_gc_mode_is_recorded_per_benchmark(run_dir: Path) -> None:
+    modes = gc_modes_of(load_pyperf(run_dir / "gc.json"))
+    assert modes["gc/weakkey/gc=frozen"] == "frozen"
+    assert modes["gc_full/weakkey/gc=frozen"] == "frozen"
+    assert modes["gc/weakkey/gc=enabled"] == "enabled"
+    assert set(gc_modes_of(load_pyperf(run_dir / "step.json")).values()) == {"enabled"}
+
+
+def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     step = json.loads((run_dir / "step.extra.json").read_text())
-    p = step["percentiles"]["step/weakkey/pattern=per_field"]
-    assert p["p50_ns"] <= p["p99_ns"] <= p["p999_ns"] <= p["max_ns"]
-    assert p["steps"] == 3 * 3  # values x steps per value, warm-up excluded
-    assert set(step["pattern_ratios"]) == {*STRATEGIES, "hostile_x"}
-    summaries = {s["name"]: s for s in step["summaries"]}
+    assert step["schema"] == SCHEMA
+    series = step["extras"]["steps"]["step/weakkey/pattern=per_field"]
+    assert len(series["host_ns"]) == len(series["gc"]) == 3 * 3  # values x steps per value
+    assert "summaries" not in step
+    assert "percentiles" not in step
+
+    run = load_run(run_dir)
+    data = run.suites["step"]
+    p = data.percentiles["step/weakkey/pattern=per_field"]
+    assert p.p50_ns <= p.p99_ns <= p.p999_ns <= p.max_ns
+    assert p.steps == 3 * 3
+    summaries = data.by_name()
     declared = summaries["step/declared/pattern=per_field"]
-    assert declared["ratio"] is not None
-    assert declared["ratio_low"] <= declared["ratio"] <= declared["ratio_high"]
-    assert declared["verdict"] in ("faster", "slower", "same")
-    assert summaries["step/weakkey/pattern=per_field"]["ratio"] is None  # the baseline
+    assert declared.ratio is not None
+    assert declared.ratio_low is not None
+    assert declared.ratio_high is not None
+    assert declared.ratio_low <= declared.ratio <= declared.ratio_high
+    assert declared.verdict in ("faster", "slower", "same")
+    assert summaries["step/weakkey/pattern=per_field"].ratio is None  # the baseline
 
-    gc_extra = json.loads((run_dir / "gc.extra.json").read_text())
-    assert set(gc_extra["gc_rates"]) == {"enabled", "frozen"}
-    memory = gc_extra["memory"]
-    assert memory["weakkey"]["state_tracked_objects"] >= 1  # the state object at least
-    assert memory["control"]["state_tracked_objects"] == pytest.approx(0, abs=0.05)
+    gc_data = run.suites["gc"]
+    assert {name.rsplit("=", 1)[1] for name in gc_data.gc_rates} == {"enabled", "frozen"}
+    memory = gc_data.extras.memory
+    assert memory["weakkey"].state_tracked_objects >= 1  # the state object at least
+    assert memory["control"].state_tracked_objects == pytest.approx(0, abs=0.05)
 
-    scaling = json.loads((run_dir / "scaling.extra.json").read_text())
-    fit = scaling["fits"]["weakkey"]
-    assert fit["sizes"] == [32, 64]
-    assert "marginal_ns_per_request" in fit
+    from bench.stats.derive import scaling_fits
+
+    fit = scaling_fits(run.suites["scaling"].values, kind="scaling", key="live")["weakkey"]
+    assert fit.sizes == [32, 64]
+    assert fit.marginal_ns_per_request is not None
 
 
 def test_terminal_table_was_printed(run_dir: Path) -> None:

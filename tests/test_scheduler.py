@@ -8,9 +8,9 @@ import gc
 import pytest
 import torch
 
-from bench.callsites import PATTERNS
+from bench.core.callsites import PATTERNS
+from bench.core.scheduler import SchedulerParams, SyntheticScheduler
 from bench.rowpool import PoolShape, RowPool
-from bench.scheduler import SchedulerParams, SyntheticScheduler
 from strategies import Strategy, resolve
 
 CPU = torch.device("cpu")

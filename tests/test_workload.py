@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from bench.workload import (
+from bench.core.workload import (
     DEFAULT_REQUEST_ATTRS,
     StreamParams,
     make_request_class,

@@ -2,7 +2,8 @@
 
 stacks.py   py-spy's collapsed stacks, and the strategy-code / call-site / GC shares
 render.py   collapsed stacks -> speedscope JSON and an SVG flamegraph
-run.py      profile_strategies(): py-spy over bench.profile_target, one run per strategy
+run.py      profile_strategies(): py-spy over target.py, one run per strategy
+target.py   the profiled process: one strategy's steady-state scheduler loop
 cli.py      register(): the `python -m bench profile` subcommand
 """
 

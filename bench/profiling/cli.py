@@ -11,12 +11,21 @@ Output goes to <run folder>/profile/: an existing run folder with --run, else a 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
+from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
 from bench.errors import EXIT_FAILED, EXIT_OK, UsageError
-from bench.profiling.run import SHARES_FILE, ProfileError, check_request, profile_strategies
-from bench.results import DEFAULT_REPORTS_DIR, check_free_space, new_run_dir
+from bench.profiling.run import (
+    SHARES_FILE,
+    ProfileError,
+    ProfileSettings,
+    check_request,
+    find_py_spy,
+    profile_strategies,
+)
+from bench.storage import DEFAULT_REPORTS_DIR, check_free_space, new_run_dir
 from strategies import StrategyError, resolve
 
 PROFILE_SUBDIR = "profile"
@@ -56,7 +65,13 @@ def register(
         metavar="S",
         help="seconds of loop per strategy (10)",
     )
-    p.add_argument("--requests", type=int, default=4096, metavar="N", help="live requests (4096)")
+    p.add_argument(
+        "--requests",
+        type=int,
+        default=DEFAULT_LIVE_REQUESTS,
+        metavar="N",
+        help=f"live requests ({DEFAULT_LIVE_REQUESTS})",
+    )
     p.add_argument("--pattern", default="per_field", help="access pattern: per_field or cached")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     p.add_argument(
@@ -81,18 +96,20 @@ def cmd_profile(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     else:
         names = [n for group in args.strategy for n in group]
-    settings = {
-        "duration_s": args.duration_s,
-        "live_requests": args.requests,
-        "pattern": args.pattern,
-        "device": args.device,
-        "rate_hz": args.rate_hz,
-    }
-    names, _device, _py_spy = check_request(names, **settings)  # before anything is written
+    settings = ProfileSettings(
+        duration_s=args.duration_s,
+        live_requests=args.requests,
+        pattern=args.pattern,
+        device=args.device,
+        rate_hz=args.rate_hz,
+        native=args.native,
+    )
+    names, _device = check_request(names, settings)  # arguments first, nothing written
+    if args.run is not None and not Path(args.run).is_dir():
+        raise UsageError(f"{args.run}: no such run folder")
+    find_py_spy()  # then the tool, still before anything is written
     if args.run is not None:
         run_dir = Path(args.run)
-        if not run_dir.is_dir():
-            raise UsageError(f"{run_dir}: no such run folder")
     else:
         run_dir = new_run_dir(Path(args.output_dir) if args.output_dir else DEFAULT_REPORTS_DIR)
     check_free_space(run_dir)
@@ -100,7 +117,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     print(f"profile folder: {out_dir}", file=sys.stderr)
     status = EXIT_OK
     try:
-        shares = profile_strategies(names, out_dir=out_dir, native=args.native, **settings)
+        shares = profile_strategies(names, out_dir=out_dir, **dataclasses.asdict(settings))
     except ProfileError as exc:
         for name, text in exc.failures.items():
             print(f"profile of {name} failed: {text}", file=sys.stderr)

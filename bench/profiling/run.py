@@ -1,4 +1,4 @@
-"""Profile strategies: one py-spy run per strategy over bench.profile_target's scheduler loop.
+"""Profile strategies: one py-spy run per strategy over bench.profiling.target's scheduler loop.
 
 Per strategy, py-spy records collapsed stacks once (`--format raw`, kept verbatim as
 `<strategy>.raw.txt`). The flamegraph SVG and the speedscope file are derived from the samples
@@ -19,15 +19,16 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from bench.callsites import PATTERNS
 from bench.config import MAX_LIVE_REQUESTS
+from bench.core.callsites import PATTERNS
+from bench.core.scheduler import DEFAULT_LIVE_REQUESTS, SchedulerParams
 from bench.errors import UsageError
-from bench.profile_target import ERROR_PREFIX
 from bench.profiling.render import flamegraph_svg, to_speedscope
 from bench.profiling.stacks import (
     ROOT_FUNCTION,
@@ -36,9 +37,9 @@ from bench.profiling.stacks import (
     parse_collapsed,
     under_root,
 )
-from bench.results import ROOT, write_atomic, write_json
+from bench.profiling.target import ERROR_PREFIX
 from bench.rowpool import check_fits, default_shape
-from bench.scheduler import SchedulerParams
+from bench.storage import ROOT, write_atomic, write_json
 from bench.timing import resolve_device
 from strategies import StrategyError, resolve
 
@@ -79,16 +80,25 @@ def find_py_spy() -> str:
     return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProfileSettings:
+    """How each strategy's loop is profiled (the same for every strategy of a profile run)."""
+
+    duration_s: float = 10.0  # seconds of steady-state loop per strategy
+    live_requests: int = DEFAULT_LIVE_REQUESTS
+    pattern: str = "per_field"
+    device: str = "cpu"
+    rate_hz: int = 250  # py-spy samples per second
+    native: bool = False  # also sample native frames (shows the collector)
+
+
 def check_request(
-    strategies: list[str],
-    *,
-    duration_s: float,
-    live_requests: int,
-    pattern: str,
-    device: str,
-    rate_hz: int,
-) -> tuple[list[str], torch.device, str]:
-    """Refuse impossible settings before anything is written: (names, device, py-spy path)."""
+    strategies: list[str], settings: ProfileSettings
+) -> tuple[list[str], torch.device]:
+    """Refuse impossible settings before anything is written: (names, device). Whether py-spy
+    is there is find_py_spy's business, asked after every argument has been checked."""
+    duration_s, live_requests = settings.duration_s, settings.live_requests
+    pattern, rate_hz = settings.pattern, settings.rate_hz
     names = list(dict.fromkeys(strategies))
     if not names:
         raise UsageError("no strategy to profile; name one with --strategy or use --all")
@@ -108,12 +118,12 @@ def check_request(
     if rate_hz <= 0:
         raise UsageError(f"sampling rate must be a positive number of Hz, got {rate_hz}")
     try:
-        dev = resolve_device(device)
+        dev = resolve_device(settings.device)
         shape = default_shape(dev, chunked_prefill_size=SchedulerParams().chunked_prefill_size)
         check_fits(shape, dev)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return names, dev, find_py_spy()
+    return names, dev
 
 
 def _py_spy_error(stderr: str) -> str | None:
@@ -128,16 +138,7 @@ def _last_line(text: str) -> str:
 
 
 def _record(
-    py_spy: str,
-    name: str,
-    out_dir: Path,
-    *,
-    native: bool,
-    duration_s: float,
-    live_requests: int,
-    pattern: str,
-    device: torch.device,
-    rate_hz: int,
+    py_spy: str, name: str, out_dir: Path, settings: ProfileSettings, device: torch.device
 ) -> tuple[str, dict[str, Any]] | str:
     """Run the target under py-spy: (raw text, gc numbers), or the target's failure text.
     Raises UsageError when py-spy itself fails (missing permissions, cannot attach)."""
@@ -152,29 +153,29 @@ def _record(
         "--format",
         "raw",
         "--rate",
-        str(rate_hz),
+        str(settings.rate_hz),
         "--output",
         str(raw_tmp),
-        *(["--native"] if native else []),
+        *(["--native"] if settings.native else []),
         "--",
         sys.executable,
         "-m",
-        "bench.profile_target",
+        "bench.profiling.target",
         "--strategy",
         name,
         "--duration-s",
-        repr(duration_s),
+        repr(settings.duration_s),
         "--requests",
-        str(live_requests),
+        str(settings.live_requests),
         "--pattern",
-        pattern,
+        settings.pattern,
         "--device",
         str(device),
         "--gc-out",
         str(gc_path),
     ]
     env = {**os.environ, "PYTHONHASHSEED": "1", "RUST_BACKTRACE": "0"}
-    timeout_s = duration_s + SETUP_TIMEOUT_S
+    timeout_s = settings.duration_s + SETUP_TIMEOUT_S
     # Own process group: on a timeout or Ctrl-C, py-spy and the target it started go together.
     with subprocess.Popen(
         cmd,
@@ -203,7 +204,7 @@ def _record(
     if proc.returncode != 0 or not raw_tmp.is_file() or not gc_path.is_file():
         raw_tmp.unlink(missing_ok=True)
         if spy_error is not None or proc.returncode != 0:
-            hint = PY_SPY_HINT + ("; or retry without --native" if native else "")
+            hint = PY_SPY_HINT + ("; or retry without --native" if settings.native else "")
             raise UsageError(
                 f"py-spy could not profile {name}: {spy_error or _last_line(output)} (hint: {hint})"
             )
@@ -228,27 +229,18 @@ def profile_strategies(
     strategies: list[str],
     *,
     out_dir: Path,
-    native: bool = False,
-    duration_s: float = 10.0,
-    live_requests: int = 4096,
-    pattern: str = "per_field",
-    device: str = "cpu",
-    rate_hz: int = 250,
     progress: Callable[[str], None] = _stderr_progress,
+    **settings: Any,
 ) -> dict[str, dict[str, Any]]:
-    """Profile each strategy's steady-state scheduler loop under py-spy; write per strategy
-    `<name>.svg`, `<name>.speedscope.json`, `<name>.raw.txt`, `<name>.gc.json`, and
-    `shares.json` (after every strategy, so an interruption keeps those done). Returns the
-    shares.json content. Raises UsageError for bad input or an unusable py-spy, and
-    ProfileError, after the others ran, when some strategy's process failed."""
-    names, dev, py_spy = check_request(
-        strategies,
-        duration_s=duration_s,
-        live_requests=live_requests,
-        pattern=pattern,
-        device=device,
-        rate_hz=rate_hz,
-    )
+    """Profile each strategy's steady-state scheduler loop under py-spy (`settings`: the fields
+    of ProfileSettings); write per strategy `<name>.svg`, `<name>.speedscope.json`,
+    `<name>.raw.txt`, `<name>.gc.json`, and `shares.json` (after every strategy, so an
+    interruption keeps those done). Returns the shares.json content. Raises UsageError for bad
+    input or an unusable py-spy, and ProfileError, after the others ran, when some strategy's
+    process failed."""
+    chosen = ProfileSettings(**settings)
+    names, dev = check_request(strategies, chosen)
+    py_spy = find_py_spy()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -257,26 +249,16 @@ def profile_strategies(
     failures: dict[str, str] = {}
     for i, name in enumerate(names, 1):
         progress(
-            f"[{i}/{len(names)}] {name}: profiling {duration_s:g} s ({pattern}, "
-            f"{live_requests} live requests, {dev}{', native' if native else ''})"
+            f"[{i}/{len(names)}] {name}: profiling {chosen.duration_s:g} s ({chosen.pattern}, "
+            f"{chosen.live_requests} live requests, {dev}{', native' if chosen.native else ''})"
         )
-        got = _record(
-            py_spy,
-            name,
-            out_dir,
-            native=native,
-            duration_s=duration_s,
-            live_requests=live_requests,
-            pattern=pattern,
-            device=dev,
-            rate_hz=rate_hz,
-        )
+        got = _record(py_spy, name, out_dir, chosen, dev)
         if isinstance(got, str):
             failures[name] = got
             progress(f"[{i}/{len(names)}] {name}: FAILED: {got}")
             continue
         raw_text, loop = got
-        entry = _summarise(name, raw_text, loop, out_dir, native=native, progress=progress)
+        entry = _summarise(name, raw_text, loop, out_dir, native=chosen.native, progress=progress)
         shares[name] = entry
         write_json(out_dir / SHARES_FILE, shares)
         progress(

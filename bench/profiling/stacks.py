@@ -2,7 +2,7 @@
 
 One line per distinct stack, root first, then a space and the sample count:
 
-    main (bench/profile_target.py:95);reqstate_profile_root (bench/profile_target.py:47) 12
+    main (bench/profiling/target.py:95);reqstate_profile_root (bench/profiling/target.py:47) 12
 
 A Python frame is `name (file:line)`; a native frame (with --native) is `name (library)`, e.g.
 `gc_collect_main (libpython3.11.so.1.0)`. File names may contain spaces and colons (the call
@@ -15,7 +15,7 @@ strategy_share  a frame in a strategy module: its file is `strategies/<module>.p
                 `strategies/_contract.py` (the shared state class), but not
                 `strategies/__init__.py` (the registry, which only runs at setup).
 callsite_share  a frame of a generated call site (`<callsite NAME:STRATEGY:PATTERN>`, see
-                bench/callsites.py). Call-site frames do NOT count as strategy code: their
+                bench/core/callsites.py). Call-site frames do NOT count as strategy code: their
                 templates are the same for every strategy and hold the scheduler's own work
                 (payload dicts, slicing, checks), which a real scheduler does wherever the state
                 lives. Time in the call sites' own lines that is still storage cost (attribute
@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-ROOT_FUNCTION = "reqstate_profile_root"  # bench.profile_target's loop; kept equal by a test
+ROOT_FUNCTION = "reqstate_profile_root"  # bench.profiling.target's loop; kept equal by a test
 
 CALLSITE_FILE_RE = re.compile(r"^<callsite (?P<site>\w+):(?P<strategy>\w+):(?P<pattern>\w+)>$")
 _STRATEGY_FILE_RE = re.compile(r"(?:^|/)strategies/(?P<module>[A-Za-z_]\w*)\.py$")

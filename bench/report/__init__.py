@@ -1,29 +1,33 @@
-"""The PR-ready report of a run folder, and the comparison of two runs.
+"""The PR-ready report of a run folder, the comparison of two runs, and the terminal table.
 
     write_report(run_dir)                    -> [report.html, summary.md] (+ plots/ in run_dir)
     write_compare(base_run, head_run, out)   -> [compare.html, compare.md]
+    console.render_table(run_dir)            -> the terminal table a run ends with
 
-Both only read result files (never measure) and raise bench.errors.DataError, one line naming
-the file, for anything missing, truncated or foreign. Every file is written atomically.
+All of them only read result files (never measure, never import torch) and raise
+bench.errors.DataError, one line naming the file, for anything missing, truncated or foreign.
+Every file is written atomically. Submodules are imported on use: `import bench.report` alone
+is cheap.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.report import compare, headline, html, markdown, plots, verdict
-from bench.report.load import load_run
-from bench.results import write_atomic
-
 __all__ = ["write_compare", "write_report"]
 
 
 def write_report(run_dir: Path) -> list[Path]:
     """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two."""
+    from bench.report import html, markdown, plots, verdict
+    from bench.report.headline import headline
+    from bench.report.load import load_run
+    from bench.storage import write_atomic
+
     run_dir = Path(run_dir)
     run = load_run(run_dir)
     figures = plots.make_plots(run)
-    metrics = headline.headline(run)
+    metrics = headline(run)
     judged = verdict.compute(run)
     plots.write_plots(figures, run_dir / "plots")
     report = run_dir / "report.html"
@@ -35,6 +39,10 @@ def write_report(run_dir: Path) -> list[Path]:
 
 def write_compare(base_run: Path, head_run: Path, out_dir: Path) -> list[Path]:
     """Write compare.html and compare.md (head against base) into out_dir; return them."""
+    from bench.report import compare
+    from bench.report.load import load_run
+    from bench.storage import write_atomic
+
     d = compare.diff(load_run(Path(base_run)), load_run(Path(head_run)))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -59,10 +59,9 @@ def _benchmarks(run: RunData) -> dict[str, tuple[str, str, list[float]]]:
     """name -> (suite, unit, values) over every suite of a run."""
     out = {}
     for suite, data in run.suites.items():
-        units = {s.name: s.unit for s in data.summaries}
         for name, vals in data.values.items():
             if vals:
-                out[name] = (suite, units.get(name, "second"), vals)
+                out[name] = (suite, data.units.get(name, "second"), vals)
     return out
 
 

@@ -9,31 +9,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bench.analysis import Summary
 from bench.report.headline import Metric
-from bench.report.load import RunData, SuiteData
+from bench.report.load import RunData
 from bench.report.markup import Html, Td, join, num, page, pre, section, table, tag, td, void
 from bench.report.plots import Plot
 from bench.report.profile import profile_section
 from bench.report.text import TIMES, esc_html, fmt, fmt_ci, fmt_p, fmt_ratio
-from bench.report.verdict import Entry, Family, Verdict, describe_family
-
-# Verdict families whose ranking tables are open; the others show sentences and fold the table.
-EXPANDED_FAMILIES = frozenset(
-    {"lookup_get_hit", "step", "scaling", "gc_full", "gc_pause", "memory_request_bytes"}
-)
-SUITE_TITLES = {
-    "lookup": "Lookup: one state operation on a live request",
-    "step": "Scheduler step",
-    "gc": "Garbage collection and memory",
-    "scaling": "Scaling with live requests",
-}
-SUITE_NOTES = {
-    "lookup": "Time per operation; each table is one live-table size.",
-    "step": "Median time of one synthetic scheduler step, per access pattern.",
-    "gc": "Step time with a large background heap, collector enabled vs frozen; memory per request.",
-    "scaling": "Step time as the number of live requests grows.",
-}
+from bench.report.verdict import Entry, Family, Verdict, axis_values, describe_family
+from bench.stats.derive import Summary
 
 
 def verdict_cell(verdict: str | None, is_baseline: bool) -> Html:
@@ -65,12 +48,13 @@ def figure(plot: Plot) -> Html:
 
 
 def gc_mode_text(run: RunData) -> str:
-    timing = sorted({m for s in run.suites.values() if s.name != "gc" for m in s.gc_modes})
-    modes = run.config.get("gc_modes", ())
-    text = f"{', '.join(timing) or 'enabled'} in timing suites"
-    if modes:
-        text += f"; gc suite compares {', '.join(str(m) for m in modes)}"
-    return text
+    """The collector's modes per suite, as the benchmarks' pyperf metadata records them."""
+    parts = []
+    for data in run.with_data():
+        modes = sorted(set(data.gc_modes.values()))
+        if modes:
+            parts.append(f"{data.name}: {', '.join(modes)}")
+    return "; ".join(parts) or "enabled"
 
 
 # Parameters shown in the environment table; the rest are behind "all parameters".
@@ -251,10 +235,7 @@ def verdict_section(verdict: Verdict, metrics: list[Metric], run: RunData) -> Ht
         ),
         tag("h3", "Headline"),
         headline_table(metrics, run),
-        *(
-            family_block(f, verdict.baseline, collapsed=f.key not in EXPANDED_FAMILIES)
-            for f in verdict.families
-        ),
+        *(family_block(f, verdict.baseline, collapsed=not f.featured) for f in verdict.families),
     )
 
 
@@ -264,7 +245,7 @@ def verdict_section(verdict: Verdict, metrics: list[Metric], run: RunData) -> Ht
 def summary_table(rows: list[Summary], baseline: str) -> Html:
     body: list[Sequence[object]] = [
         (
-            s.params,
+            s.condition,
             td(tag("code", s.strategy)),
             num(s.n),
             num(fmt(s.median, s.unit)),
@@ -291,126 +272,35 @@ def summary_table(rows: list[Summary], baseline: str) -> Html:
 
 
 def _order(rows: list[Summary], baseline: str) -> list[Summary]:
-    return sorted(rows, key=lambda s: (s.params, s.strategy != baseline, s.strategy))
+    return sorted(rows, key=lambda s: (s.condition, s.strategy != baseline, s.strategy))
 
 
-def _step_extras(data: SuiteData) -> list[Html]:
-    out = []
-    pct = data.extra.get("percentiles", {})
-    if pct:
-        rows = [
-            (
-                name,
-                num(fmt(p.get("p50_ns", 0) / 1e9)),
-                num(fmt(p.get("p99_ns", 0) / 1e9)),
-                num(fmt(p.get("p999_ns", 0) / 1e9)),
-                num(fmt(p.get("max_ns", 0) / 1e9)),
-                num(f"{p.get('steps_per_s', 0):,.0f}"),
-                num(f"{p.get('spikes', 0)} ({p.get('spikes_with_gc', 0)})"),
-                num(p.get("steps", "")),
-            )
-            for name, p in sorted(pct.items())
-        ]
-        head = ("benchmark", "p50", "p99", "p99.9", "max", "steps/s", "spikes (with GC)", "steps")
-        out += [tag("h3", "Per-step latency"), table(head, rows)]
-    ratios = data.extra.get("pattern_ratios", {})
-    if ratios:
-        ratio_rows = [
-            (
-                td(tag("code", strategy)),
-                num(fmt_ratio(c.get("ratio"), c.get("ci_low"), c.get("ci_high"))),
-                num(fmt_p(c.get("p_value"))),
-                "yes" if c.get("significant") else "no",
-            )
-            for strategy, c in sorted(ratios.items())
-        ]
-        out += [
-            tag("h3", "per_field / cached step time (same strategy)"),
-            table(("strategy", "ratio [95% CI]", "p", "significant"), ratio_rows),
-        ]
+def summary_tables(summaries: list[Summary], baseline: str, split: str | None) -> list[Html]:
+    """One table per kind, or per value of the `split` parameter (numbers ascending)."""
+    out: list[Html] = []
+    if split is not None:
+        values = axis_values(v for v in (s.bench.get(split) for s in summaries) if v is not None)
+        for value in values:
+            rows = [s for s in summaries if s.bench.get(split) == value]
+            out += [tag("h3", f"{split}={value}"), summary_table(_order(rows, baseline), baseline)]
+        return out
+    for kind in sorted({s.kind for s in summaries}):
+        rows = [s for s in summaries if s.kind == kind]
+        out += [tag("h3", kind), summary_table(_order(rows, baseline), baseline)]
     return out
-
-
-def _gc_extras(data: SuiteData) -> list[Html]:
-    out = []
-    for mode, rates in data.extra.get("gc_rates", {}).items():
-        rows = [
-            (
-                name,
-                num(" / ".join(f"{c:,.1f}" for c in r.get("collections_per_kstep", []))),
-                num(f"{r.get('pause_ms_per_kstep', 0):,.3f}"),
-                num(f"{r.get('max_pause_ms', 0):,.3f}"),
-                num(r.get("steps", "")),
-            )
-            for name, r in sorted(rates.items())
-        ]
-        head = ("benchmark", "collections g0 / g1 / g2", "pause ms", "longest pause ms", "steps")
-        out += [tag("h3", f"GC per 1,000 steps (gc={mode})"), table(head, rows)]
-    memory = data.extra.get("memory", {})
-    per = {k: v for k, v in memory.items() if isinstance(v, dict)}
-    if per:
-        rows = [
-            (
-                td(tag("code", name)),
-                num(f"{m.get('request_bytes', 0):,.0f}"),
-                num(f"{m.get('state_bytes', 0):+,.0f}"),
-                num(f"{m.get('request_tracked_objects', 0):,.2f}"),
-                num(f"{m.get('state_tracked_objects', 0):+,.2f}"),
-            )
-            for name, m in sorted(per.items())
-        ]
-        head = ("strategy", "bytes / request", "state bytes", "tracked objects", "state objects")
-        bare = (
-            f"A bare request (no state) is {memory.get('bare_request_bytes', 0):,.0f} bytes and "
-            f"{memory.get('bare_request_objects', 0):,.2f} tracked objects; 'state' columns are "
-            "the difference (can be slightly negative within measurement noise)."
-        )
-        out += [tag("h3", "Memory per request"), tag("p", bare, class_="note"), table(head, rows)]
-    return out
-
-
-def _scaling_extras(data: SuiteData) -> list[Html]:
-    fits = data.extra.get("fits", {})
-    if not fits:
-        return []
-    rows = []
-    for strategy, f in sorted(fits.items()):
-        slope = f.get("marginal_loglog_slope")
-        rows.append(
-            (
-                td(tag("code", strategy)),
-                ", ".join(f"{n:,}" for n in f.get("sizes", [])),
-                num(
-                    ""
-                    if f.get("marginal_ns_per_request") is None
-                    else f"{f['marginal_ns_per_request']:,.1f}"
-                ),
-                num("" if f.get("fixed_step_ns") is None else fmt(f["fixed_step_ns"] / 1e9)),
-                num("" if slope is None else f"{slope:+.3f}"),
-                f.get("growth", ""),
-            )
-        )
-    head = (
-        "strategy",
-        "live requests",
-        "marginal ns / request / step",
-        "fixed step",
-        "log-log slope",
-        "growth",
-    )
-    return [tag("h3", "Marginal cost per live request"), table(head, rows)]
 
 
 def suite_section(name: str, run: RunData, plots: list[Plot]) -> Html:
     data = run.suites[name]
-    title = SUITE_TITLES.get(name, name)
+    spec = data.spec
+    title = spec.title if spec is not None else name
     status = data.status
     badge_cls = "badge" + (" bad" if status == "failed" else "" if status == "done" else " warn")
     head: list[Html] = [
         tag(
             "p",
             tag("span", status, class_=badge_cls),
-            f" {SUITE_NOTES.get(name, '')}",
+            f" {spec.note}" if spec is not None else "",
             f" Wall time {data.wall_s:,.1f} s." if data.wall_s is not None else "",
             class_="note",
         )
@@ -429,29 +319,11 @@ def suite_section(name: str, run: RunData, plots: list[Plot]) -> Html:
     if not data.has_data:
         return section(name, title, *head, tag("p", f"No results: this suite is {status}."))
     body: list[Html] = [figure(p) for p in plots if p.suite == name]
-    if name == "lookup":
-        sizes = sorted({s.params.rsplit("live=", 1)[-1] for s in data.summaries}, key=_as_int)
-        for size in sizes:
-            rows = [s for s in data.summaries if s.params.endswith(f"live={size}")]
-            body += [
-                tag("h3", f"live={size}"),
-                summary_table(_order(rows, run.baseline), run.baseline),
-            ]
-    else:
-        for scenario in sorted({s.scenario for s in data.summaries}):
-            rows = [s for s in data.summaries if s.scenario == scenario]
-            body += [tag("h3", scenario), summary_table(_order(rows, run.baseline), run.baseline)]
-    if name == "step":
-        body += _step_extras(data)
-    elif name == "gc":
-        body += _gc_extras(data)
-    elif name == "scaling":
-        body += _scaling_extras(data)
+    split = spec.table_split if spec is not None else None
+    body += summary_tables(data.summaries, run.baseline, split)
+    if spec is not None:
+        body += spec.report_extra(data)
     return section(name, title, *head, *body)
-
-
-def _as_int(text: str) -> tuple[int, str]:
-    return (int(text), "") if text.isdigit() else (1 << 62, text)
 
 
 def failures_section(run: RunData) -> Html | None:

@@ -1,25 +1,39 @@
-"""Read a run folder into typed, validated data for the report.
+"""Read a run folder into typed, validated data, deriving every statistic as it is read.
 
-Everything goes through bench.results.read_json / load_pyperf. A file the manifest names that
-is missing, truncated, not JSON, or not what this harness writes raises DataError with one line
-naming the file and the problem; a suite that was never run (or was interrupted) is kept with
-its status and no data, so the report still renders and says so.
+Everything goes through bench.storage.read_json / bench.pyperf_io.load_pyperf and the typed
+extras of bench.runformat. A file the manifest names that is missing, truncated, not JSON, or
+not what this harness writes raises DataError with one line naming the file and the problem; a
+suite that was never run (or was interrupted) is kept with its status and no data, so the report
+still renders and says so. Summaries, ratios, percentiles and GC rates are computed here (by
+bench.stats) from the raw values, so re-rendering an old run applies the current analysis.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.analysis import Summary
-from bench.config import SUITES
+from bench import suites
 from bench.errors import DataError
-from bench.results import SCHEMA, load_pyperf, read_json, values_of
+from bench.names import BenchName
+from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of
+from bench.runformat import MANIFEST, SuiteExtras, check_schema, read_extra_file
+from bench.stats.derive import (
+    GcRates,
+    StepPercentiles,
+    Summary,
+    gc_rates,
+    step_percentiles,
+    summarize,
+)
+from bench.storage import read_json
+from bench.suites.spec import SuiteSpec
 
-MANIFEST = "manifest.json"
 PROFILE_SHARES = Path("profile") / "shares.json"
 
 _MANIFEST_KEYS: dict[str, type] = {
@@ -30,30 +44,54 @@ _MANIFEST_KEYS: dict[str, type] = {
     "suites": dict,
     "status": str,
 }
-_NUMBER_FIELDS = ("median", "q1", "q3", "ci_low", "ci_high")
-_OPTIONAL_NUMBER_FIELDS = ("ratio", "ratio_low", "ratio_high", "p_value")
 
 
 @dataclass(frozen=True)
 class SuiteData:
-    """One suite of a run: what the manifest says and what its files hold (empty if not run)."""
+    """One suite of a run: what the manifest says, what its files hold (empty if not run), and
+    what is derived from them."""
 
     name: str
     status: str
-    summaries: list[Summary] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    values: dict[str, list[float]] = field(default_factory=dict)
-    gc_modes: tuple[str, ...] = ()
+    spec: SuiteSpec | None  # None for a suite this version does not know
+    baseline: str = ""
+    runs: dict[str, list[list[float]]] = field(default_factory=dict)  # per worker process
+    units: dict[str, str] = field(default_factory=dict)
+    gc_modes: dict[str, str] = field(default_factory=dict)  # benchmark -> GC mode
+    extras: SuiteExtras = field(default_factory=SuiteExtras)
     failures: dict[str, str] = field(default_factory=dict)
     worker_errors: list[str] = field(default_factory=list)
     wall_s: float | None = None
 
     @property
     def has_data(self) -> bool:
-        return bool(self.summaries or self.values)
+        return bool(self.runs)
+
+    @functools.cached_property
+    def values(self) -> dict[str, list[float]]:
+        """Every benchmark's values over its runs (run order kept: value i of two benchmarks
+        of one interleaved suite come from the same round)."""
+        return {name: [v for run in runs for v in run] for name, runs in self.runs.items()}
+
+    @functools.cached_property
+    def summaries(self) -> list[Summary]:
+        return summarize(self.values, self.units, baseline=self.baseline)
 
     def by_name(self) -> dict[str, Summary]:
         return {s.name: s for s in self.summaries}
+
+    @functools.cached_property
+    def percentiles(self) -> dict[str, StepPercentiles]:
+        out = {}
+        for name, series in sorted(self.extras.steps.items()):
+            p = step_percentiles(series)
+            if p is not None:
+                out[name] = p
+        return out
+
+    @functools.cached_property
+    def gc_rates(self) -> dict[str, GcRates]:
+        return gc_rates(self.extras.gc)
 
 
 @dataclass(frozen=True)
@@ -97,16 +135,23 @@ class RunData:
     def status(self) -> str:
         return str(self.manifest["status"])
 
+    def is_reference(self, strategy: str) -> bool:
+        """A strategy that holds no state (control) measures the harness, not a candidate."""
+        return self.strategies.get(strategy, {}).get("holds_state") is False
+
     def strategy_names(self) -> list[str]:
         """Every strategy in the manifest or the results, baseline first, then by name."""
         names = set(self.strategies)
         for suite in self.suites.values():
-            names.update(s.strategy for s in suite.summaries if s.strategy)
+            names.update(BenchName.parse(n).strategy for n in suite.runs)
         return sorted(names, key=lambda n: (n != self.baseline, n))
 
     def suite(self, name: str) -> SuiteData | None:
         s = self.suites.get(name)
         return s if s is not None and s.has_data else None
+
+    def with_data(self) -> list[SuiteData]:
+        return [s for s in self.suites.values() if s.has_data]
 
 
 def _fail(path: Path, problem: str) -> DataError:
@@ -141,11 +186,9 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
     data = read_json(path)
     if not isinstance(data, dict):
         raise _fail(path, f"not a reqstate-bench manifest (a JSON {type(data).__name__})")
-    schema = data.get("schema")
-    if schema is None:
-        raise _fail(path, f"not a reqstate-bench manifest (no 'schema'; expected {SCHEMA!r})")
-    if schema != SCHEMA:
-        raise _fail(path, f"incompatible schema {schema!r} (this version reads {SCHEMA!r})")
+    if "schema" not in data:
+        raise _fail(path, "not a reqstate-bench manifest (no 'schema')")
+    check_schema(data["schema"], path)
     for key, kind in _MANIFEST_KEYS.items():
         if key not in data:
             raise _fail(path, f"manifest has no {key!r}")
@@ -161,124 +204,48 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def _summary(raw: Any, path: Path, i: int) -> Summary:
-    where = f"summaries[{i}]"
-    _expect(raw, dict, path, where)
-    known = {f.name for f in fields(Summary)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise _fail(path, f"{where} has unknown key {unknown[0]!r}")
-    try:
-        s = Summary(**raw)
-    except TypeError as exc:
-        raise _fail(path, f"{where} is not a benchmark summary ({exc})") from None
-    for key in ("name", "scenario", "strategy", "params", "unit"):
-        _expect(getattr(s, key), str, path, f"{where}.{key}")
-    for key in _NUMBER_FIELDS:
-        _number(getattr(s, key), path, f"{where}.{key}")
-    for key in _OPTIONAL_NUMBER_FIELDS:
-        if getattr(s, key) is not None:
-            _number(getattr(s, key), path, f"{where}.{key}")
-    return s
-
-
-def _check_mapping_of(
-    extra: Mapping[str, Any], key: str, path: Path, numbers: tuple[str, ...] = ()
-) -> None:
-    """extra[key], when present, maps names to objects whose `numbers` keys are numeric."""
-    if key not in extra:
-        return
-    _expect(extra[key], dict, path, key)
-    for name, entry in extra[key].items():
-        _expect(entry, dict, path, f"{key}.{name}")
-        for n in numbers:
-            if entry.get(n) is not None:
-                _number(entry[n], path, f"{key}.{name}.{n}")
-
-
-def _validate_extra(extra: Any, suite: str, path: Path) -> tuple[dict[str, Any], list[Summary]]:
-    if not isinstance(extra, dict) or "summaries" not in extra:
-        raise _fail(path, "not a reqstate-bench results file (no 'summaries')")
-    if extra.get("schema", SCHEMA) != SCHEMA:
-        raise _fail(path, f"incompatible schema {extra['schema']!r} (expected {SCHEMA!r})")
-    if extra.get("suite", suite) != suite:
-        raise _fail(path, f"holds suite {extra['suite']!r}, the manifest expects {suite!r}")
-    summaries = [
-        _summary(s, path, i)
-        for i, s in enumerate(_expect(extra["summaries"], list, path, "summaries"))
-    ]
-    _check_mapping_of(extra, "percentiles", path, ("p50_ns", "p99_ns", "p999_ns", "max_ns"))
-    _check_mapping_of(extra, "pattern_ratios", path, ("ratio", "ci_low", "ci_high"))
-    _check_mapping_of(extra, "fits", path, ("marginal_ns_per_request", "marginal_loglog_slope"))
-    if "step_host_ns" in extra:
-        for name, vals in _expect(extra["step_host_ns"], dict, path, "step_host_ns").items():
-            for v in _expect(vals, list, path, f"step_host_ns.{name}"):
-                _number(v, path, f"step_host_ns.{name}[]")
-    for name, fit in extra.get("fits", {}).items():
-        for key in ("sizes", "step_s", "per_request_s"):
-            for v in _expect(fit.get(key, []), list, path, f"fits.{name}.{key}"):
-                _number(v, path, f"fits.{name}.{key}[]")
-    if "gc_rates" in extra:
-        for mode, rates in _expect(extra["gc_rates"], dict, path, "gc_rates").items():
-            _check_mapping_of(
-                {f"gc_rates.{mode}": rates},
-                f"gc_rates.{mode}",
-                path,
-                ("pause_ms_per_kstep", "max_pause_ms", "steps"),
-            )
-            for name, r in rates.items():
-                where = f"gc_rates.{mode}.{name}.collections_per_kstep"
-                for v in _expect(r.get("collections_per_kstep", []), list, path, where):
-                    _number(v, path, f"{where}[]")
-    if "memory" in extra:
-        for name, m in _expect(extra["memory"], dict, path, "memory").items():
-            if isinstance(m, dict):
-                for k, v in m.items():
-                    _number(v, path, f"memory.{name}.{k}")
-            else:
-                _number(m, path, f"memory.{name}")
-    return extra, summaries
-
-
-def _pyperf_values(path: Path) -> tuple[dict[str, list[float]], tuple[str, ...]]:
+def _pyperf_runs(
+    path: Path,
+) -> tuple[dict[str, list[list[float]]], dict[str, str], dict[str, str]]:
     suite = load_pyperf(path)
-    values = values_of(suite)
-    modes = set()
-    for bench in suite.get_benchmarks():
-        mode = bench.get_metadata().get("gc_mode")
-        if isinstance(mode, str):
-            modes.add(mode)
-    for name, vals in values.items():
-        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
-            raise _fail(path, f"benchmark {name!r} holds values that are not finite numbers")
-    return values, tuple(sorted(modes))
+    runs = runs_of(suite)
+    for name, per_run in runs.items():
+        try:
+            BenchName.parse(name)
+        except DataError as exc:
+            raise _fail(path, str(exc)) from None
+        for vals in per_run:
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
+                raise _fail(path, f"benchmark {name!r} holds values that are not finite numbers")
+    units = {b.get_name(): str(b.get_unit()) for b in suite.get_benchmarks()}
+    return runs, units, gc_modes_of(suite)
 
 
-def load_suite(run_dir: Path, name: str, st: Mapping[str, Any]) -> SuiteData:
+def load_suite(run_dir: Path, name: str, st: Mapping[str, Any], baseline: str) -> SuiteData:
     manifest_path = run_dir / MANIFEST
     files = st.get("files", {})
-    extra: dict[str, Any] = {}
-    summaries: list[Summary] = []
-    values: dict[str, list[float]] = {}
-    gc_modes: tuple[str, ...] = ()
+    spec = next((s for s in suites.specs() if s.name == name), None)
+    extras = SuiteExtras()
+    runs: dict[str, list[list[float]]] = {}
+    units: dict[str, str] = {}
+    modes: dict[str, str] = {}
     if "extra" in files:
         path = _inside(run_dir, files["extra"], manifest_path, f"suites.{name}.files.extra")
-        extra, summaries = _validate_extra(read_json(path), name, path)
+        extras = read_extra_file(read_json(path), name, path)
     if "pyperf" in files:
         path = _inside(run_dir, files["pyperf"], manifest_path, f"suites.{name}.files.pyperf")
-        values, gc_modes = _pyperf_values(path)
+        runs, units, modes = _pyperf_runs(path)
     wall = st.get("wall_s")
-    return SuiteData(
-        name=name,
-        status=str(st.get("status", "missing")),
-        summaries=summaries,
-        extra=extra,
-        values=values,
-        gc_modes=gc_modes,
+    status = SuiteData(
+        name,
+        str(st.get("status", "missing")),
+        spec,
+        baseline,
         failures={str(k): str(v) for k, v in st.get("failures", {}).items()},
         worker_errors=[str(e) for e in st.get("worker_errors", [])],
         wall_s=float(wall) if isinstance(wall, (int, float)) else None,
     )
+    return dataclasses.replace(status, runs=runs, units=units, gc_modes=modes, extras=extras)
 
 
 def load_profile(run_dir: Path) -> list[ProfileShare] | None:
@@ -315,14 +282,18 @@ def load_profile(run_dir: Path) -> list[ProfileShare] | None:
 
 
 def load_run(run_dir: Path) -> RunData:
-    """The whole run folder, validated; suites in the order the run lists them."""
+    """The whole run folder, validated; suites in the registry's order, unknown ones after."""
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
     listed = manifest["config"].get("suites") or list(manifest["suites"])
-    order = [s for s in SUITES if s in listed or s in manifest["suites"]]
+    known = [s.name for s in suites.specs()]
+    order = [s for s in known if s in listed or s in manifest["suites"]]
     order += [s for s in manifest["suites"] if s not in order]
-    suites = {
-        name: load_suite(run_dir, name, manifest["suites"].get(name, {"status": "not run"}))
+    baseline = str(manifest["config"].get("baseline", ""))
+    loaded = {
+        name: load_suite(
+            run_dir, name, manifest["suites"].get(name, {"status": "not run"}), baseline
+        )
         for name in order
     }
-    return RunData(path=run_dir, manifest=manifest, suites=suites, profile=load_profile(run_dir))
+    return RunData(path=run_dir, manifest=manifest, suites=loaded, profile=load_profile(run_dir))

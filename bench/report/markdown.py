@@ -14,16 +14,6 @@ from bench.report.load import RunData
 from bench.report.text import clean, esc_md, fmt, fmt_ratio, md_code, md_code_block
 from bench.report.verdict import Verdict, describe_family
 
-# Verdict families summarised in the PR text; the HTML report has all of them.
-PR_FAMILIES = (
-    "lookup_get_hit",
-    "step",
-    "scaling",
-    "gc_full",
-    "gc_pause",
-    "memory_request_bytes",
-)
-
 
 def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Cells must already be escaped (esc_md) and on one line."""
@@ -99,9 +89,8 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
     else:
         out += ["No results in this run.", ""]
     lines = []
-    for key in PR_FAMILIES:
-        family = verdict.family(key)
-        if family is None:
+    for family in verdict.families:  # the featured ones; the HTML report has all of them
+        if not family.featured:
             continue
         sentences = describe_family(family, verdict.baseline)
         lines.append(f"- **{esc_md(family.title)}:** " + " ".join(esc_md(s) for s in sentences))

@@ -11,8 +11,6 @@ import html as _html
 import math
 import re
 
-from bench.analysis import fmt_value
-
 # C0 and C1 control characters except tab; newlines become spaces (cells are one line).
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _NEWLINE_RE = re.compile(r"[\r\n]+")
@@ -65,6 +63,20 @@ def md_code_block(text: object, lang: str = "sh") -> str:
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{body}\n{fence}"
+
+
+def fmt_value(value: float, unit: str) -> str:
+    """A value in its unit: seconds scaled to ns/us/ms/s, bytes with separators."""
+    if unit == "byte":
+        return f"{value:,.0f} B"
+    if unit == "integer":
+        return f"{value:,.1f}"
+    if value == 0 or math.isnan(value):
+        return "0"
+    for scale, suffix in ((1e-9, "ns"), (1e-6, "us"), (1e-3, "ms"), (1.0, "s")):
+        if abs(value) < scale * 1000 or suffix == "s":
+            return f"{value / scale:,.1f} {suffix}"
+    return f"{value}"
 
 
 def fmt(value: float | None, unit: str = "second") -> str:

@@ -13,14 +13,12 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bench.analysis import Summary
-from bench.report.headline import lookup_sizes
+from bench import suites
 from bench.report.load import RunData
 from bench.report.text import fmt
+from bench.stats.derive import Summary
+from bench.suites.spec import FamilySpec
 
-# Strategies that are measuring references, not candidates: `control` stores nothing (the
-# harness's own cost). They are ranked and shown, but never named the winner.
-REFERENCE_STRATEGIES = frozenset({"control"})
 # How many clear swaps a change statement names before summarising the rest as a count.
 MAX_NAMED_SWAPS = 6
 
@@ -34,7 +32,7 @@ class Entry:
     high: float | None = None
     ratio: float | None = None  # against the baseline
     verdict: str = ""  # faster / slower / same vs the baseline; "" when no test applies
-    reference: bool = False
+    reference: bool = False  # holds no state (control): ranked and shown, never named best
 
     @property
     def significant(self) -> bool:
@@ -77,6 +75,7 @@ class Family:
     title: str
     axis: str  # what varies between rankings: "lookup size", "access pattern", ...
     has_test: bool  # whether entries carry significance against the baseline
+    featured: bool = False  # open in the HTML report and summarised in summary.md
     rankings: list[Ranking] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
 
@@ -94,7 +93,7 @@ class Verdict:
         return next((f for f in self.families if f.key == key), None)
 
 
-def _entry(s: Summary) -> Entry:
+def summary_entry(s: Summary, run: RunData) -> Entry:
     return Entry(
         strategy=s.strategy,
         value=s.median,
@@ -103,7 +102,7 @@ def _entry(s: Summary) -> Entry:
         high=s.ci_high if s.n > 1 else None,
         ratio=s.ratio,
         verdict=s.verdict or "",
-        reference=s.strategy in REFERENCE_STRATEGIES,
+        reference=run.is_reference(s.strategy),
     )
 
 
@@ -136,131 +135,87 @@ def compare_rankings(before: Ranking, after: Ranking) -> Change:
     return Change(before.condition, after.condition, leaders, swaps, clear)
 
 
-def _family(
-    key: str, title: str, axis: str, rankings: list[Ranking], has_test: bool = True
+def make_family(
+    key: str,
+    title: str,
+    axis: str,
+    rankings: list[Ranking],
+    *,
+    has_test: bool = True,
+    featured: bool = False,
 ) -> Family:
     rankings = [r for r in rankings if r.entries]
     changes = [compare_rankings(a, b) for a, b in itertools.pairwise(rankings)]
-    return Family(key, title, axis, has_test, rankings, changes)
+    return Family(key, title, axis, has_test, featured, rankings, changes)
 
 
-def _summary_rankings(
-    summaries: list[Summary], scenario: str, conditions: list[tuple[str, str]]
-) -> list[Ranking]:
-    """One ranking per (label, params) condition."""
+def _sort_key(value: str) -> tuple[int, float, str]:
+    try:
+        return 0, float(value), value
+    except ValueError:
+        return 1, 0.0, value
+
+
+def axis_values(values: Iterable[str], preferred: Iterable[str] = ()) -> list[str]:
+    """Numbers ascending; names in the run configuration's order, then alphabetically."""
+    found = set(values)
+    order = [v for v in preferred if v in found]
+    return order + sorted(found - set(order), key=_sort_key)
+
+
+def axis_label(axis: str, value: str) -> str:
+    """live=1,000 for numbers; the bare value (per_field, enabled) for names."""
+    return f"{axis}={int(value):,}" if value.isdigit() else value
+
+
+def _families_of(spec: FamilySpec, run: RunData, summaries: list[Summary]) -> list[Family]:
+    rows = [s for s in summaries if s.kind == spec.kind and s.bench.matches(**dict(spec.match))]
+    groups: list[str | None] = [None]
+    if spec.group is not None:
+        found = [g for g in (s.bench.get(spec.group) for s in rows) if g is not None]
+        featured = spec.featured if isinstance(spec.featured, tuple) else ()
+        groups = list(axis_values(found, featured))
     out = []
-    for label, params in conditions:
-        rows = [_entry(s) for s in summaries if s.scenario == scenario and s.params == params]
-        out.append(Ranking(label, rank(rows)))
-    return out
-
-
-def _lookup_families(run: RunData) -> list[Family]:
-    data = run.suite("lookup")
-    if data is None:
-        return []
-    ops = sorted(
-        {p.split("=", 1)[1] for s in data.summaries for p in s.params.split("/") if "op=" in p},
-        key=lambda op: (op != "get_hit", op),
-    )
-    families = []
-    for op in ops:
-        conditions = [(f"live={n:,}", f"op={op}/live={n}") for n in lookup_sizes(run, op)]
-        rankings = _summary_rankings(data.summaries, "lookup", conditions)
-        families.append(_family(f"lookup_{op}", f"lookup {op} per op", "lookup size", rankings))
-    return families
-
-
-def _step_family(run: RunData) -> Family | None:
-    data = run.suite("step")
-    if data is None:
-        return None
-    patterns = sorted({s.params for s in data.summaries if s.scenario == "step"})
-    order = [f"pattern={p}" for p in run.config.get("patterns", ())]
-    patterns.sort(key=lambda p: (order.index(p) if p in order else len(order), p))
-    conditions = [(p.removeprefix("pattern="), p) for p in patterns]
-    rankings = _summary_rankings(data.summaries, "step", conditions)
-    return _family("step", "scheduler step time", "access pattern", rankings)
-
-
-def _scaling_family(run: RunData) -> Family | None:
-    data = run.suite("scaling")
-    if data is None:
-        return None
-    sizes = sorted(
-        {
-            int(s.params[5:])
-            for s in data.summaries
-            if s.params[:5] == "live=" and s.params[5:].isdigit()
-        }
-    )
-    conditions = [(f"live={n:,}", f"live={n}") for n in sizes]
-    rankings = _summary_rankings(data.summaries, "scaling", conditions)
-    return _family("scaling", "scaling: step time", "live requests", rankings)
-
-
-def _gc_families(run: RunData) -> list[Family]:
-    data = run.suite("gc")
-    if data is None:
-        return []
-    out = []
-    modes = sorted({s.params for s in data.summaries if s.scenario == "gc"})
-    conditions = [(m.removeprefix("gc="), m) for m in modes]
-    out.append(
-        _family(
-            "gc_step",
-            "step time with a background heap",
-            "GC mode",
-            _summary_rankings(data.summaries, "gc", conditions),
-        )
-    )
-    full_modes = sorted({s.params for s in data.summaries if s.scenario == "gc_full"})
-    if full_modes:
+    for group in groups:
+        mine = [s for s in rows if group is None or s.bench.get(spec.group or "") == group]
+        rankings = []
+        if spec.axis is None:
+            rankings.append(Ranking("", rank(summary_entry(s, run) for s in mine)))
+        else:
+            preferred = [str(v) for v in run.config.get(spec.axis_config or "", ())]
+            present = [v for v in (s.bench.get(spec.axis) for s in mine) if v is not None]
+            for value in axis_values(present, preferred):
+                chosen = [s for s in mine if s.bench.get(spec.axis) == value]
+                rankings.append(
+                    Ranking(
+                        axis_label(spec.axis, value), rank(summary_entry(s, run) for s in chosen)
+                    )
+                )
+        is_featured = spec.featured if isinstance(spec.featured, bool) else group in spec.featured
+        fill = {"group": group or ""}
         out.append(
-            _family(
-                "gc_full",
-                "full collection pause",
-                "GC mode",
-                _summary_rankings(
-                    data.summaries, "gc_full", [(m.removeprefix("gc="), m) for m in full_modes]
-                ),
+            make_family(
+                spec.key.format(**fill),
+                spec.title.format(**fill),
+                spec.axis_label,
+                rankings,
+                has_test=spec.has_test,
+                featured=is_featured,
             )
         )
-    rates = data.extra.get("gc_rates", {})
-    pause_rankings = []
-    for mode, per_bench in rates.items():
-        entries = [
-            Entry(
-                strategy=name.split("/")[1],
-                value=float(r.get("pause_ms_per_kstep", 0.0)) / 1e3,
-                unit="second",
-                reference=name.split("/")[1] in REFERENCE_STRATEGIES,
-            )
-            for name, r in per_bench.items()
-            if "/" in name
-        ]
-        pause_rankings.append(Ranking(mode, rank(entries)))
-    out.append(
-        _family("gc_pause", "GC pause per 1,000 steps", "GC mode", pause_rankings, has_test=False)
-    )
-    for metric, title in (
-        ("metric=request_bytes", "bytes per request"),
-        ("metric=tracked_objects_per_request", "GC-tracked objects per request"),
-    ):
-        rows = [_entry(s) for s in data.summaries if s.scenario == "memory" and s.params == metric]
-        key = "memory_" + metric.removeprefix("metric=")
-        out.append(_family(key, title, "", [Ranking("", rank(rows))], has_test=False))
     return out
 
 
 def compute(run: RunData) -> Verdict:
-    families: list[Family | None] = [
-        *_lookup_families(run),
-        _step_family(run),
-        _scaling_family(run),
-        *_gc_families(run),
-    ]
-    return Verdict(run.baseline, [f for f in families if f is not None and f.rankings])
+    families: list[Family] = []
+    for spec in suites.specs():
+        data = run.suite(spec.name)
+        if data is None:
+            continue
+        for fam in spec.families:
+            families += _families_of(fam, run, data.summaries)
+        families += spec.extra_families(run)
+    return Verdict(run.baseline, [f for f in families if f.rankings])
 
 
 def describe_change(family: Family, change: Change) -> str:

@@ -2,34 +2,45 @@
 over a background heap of `background_objects` tracked objects (production heaps hold 1e5-1e6).
 
 A GC measurement needs the heap of one strategy alone, so unlike the other suites each worker
-process holds ONE strategy (the runner starts one process per strategy per repetition, in a
-shuffled order). Per process and GC mode:
+process holds ONE strategy (the plan starts one process per strategy per repetition, in a
+seeded shuffled order). Per process and GC mode:
   gc/<strategy>/gc=<mode>       mean scheduler step latency (per_field pattern, the PR's code)
   gc_full/<strategy>/gc=<mode>  pause of a full gc.collect() with the live population, the cost
                                 production sees as 100-400 ms stalls (frozen objects are skipped)
 and, once per strategy, memory/<strategy>/metric=request_bytes and tracked_objects_per_request
-(tracemalloc and gc.get_objects, net of a bare request in the extras). Extras: collections per
-generation, total and longest pause per 1,000 steps (gc.callbacks), per-step latencies with a
-GC flag, tracked objects in the heap.
+(tracemalloc and gc.get_objects). Raw extras: collections per generation and pause time
+(gc.callbacks), per-step latencies with a GC flag, tracked objects in the heap, memory figures
+and those of a bare request.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-from typing import Any
+import random
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-import torch
+from bench.config import RunConfig
+from bench.names import BenchName
+from bench.suites.spec import FamilySpec, FigureSpec, Job
 
-from bench.gcprobe import GcProbe, apply_gc_mode, background_heap, gc_paused, per_item_cost
-from bench.scheduler import SyntheticScheduler
-from bench.suites.common import SuiteOutput, WorkerContext, failure_text
-from bench.suites.step import StepRecorder
-from bench.timing import StepClock, time_loop_ns
-from bench.workload import make_request_class
-from strategies import Strategy
+if TYPE_CHECKING:
+    from bench.report.headline import Metric
+    from bench.report.load import RunData, SuiteData
+    from bench.report.markup import Html
+    from bench.report.verdict import Family
+    from bench.suites.measure import SuiteOutput, WorkerContext
+    from strategies import Strategy
+
+NAME = "gc"
+TITLE = "Garbage collection and memory"
+NOTE = "Step time with a large background heap, collector enabled vs frozen; memory per request."
+ORDER = 30
 
 GC_PATTERN = "per_field"  # the PR's access pattern; GC pressure does not depend on it
+# Full collections timed per process and mode: 5 gives a median robust to one outlier.
+FULL_COLLECTIONS = 5
 
 
 def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
@@ -37,17 +48,23 @@ def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
     return kept
 
 
-def _memory(ctx: WorkerContext, out: SuiteOutput) -> dict[str, Any]:
+def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
+    from bench.core.workload import make_request_class
+    from bench.gcprobe import per_item_cost
+    from bench.runformat import MemoryFigures
+    from bench.suites.measure import failure_text
+
     n = ctx.config.memory_sample_requests
     ids = [1, 2, 3, 4]
     plain = make_request_class(None)
-    bare_bytes, bare_objects = per_item_cost(
-        lambda k: [plain(f"m{i}", ids, 1) for i in range(k)], n
-    )
-    result: dict[str, Any] = {
-        "bare_request_bytes": bare_bytes,
-        "bare_request_objects": bare_objects,
-    }
+
+    def make_bare(k: int) -> list[Any]:
+        return [plain(f"m{i}", ids, 1) for i in range(k)]
+
+    # The first measurement in a process counts a few one-time objects (-0.07 to -0.23 tracked
+    # objects per request measured here); a throwaway one absorbs them.
+    per_item_cost(make_bare, n)
+    bare_bytes, bare_objects = per_item_cost(make_bare, n)
     for s in ctx.strategies:
         try:
             cls = make_request_class(s)
@@ -66,108 +83,85 @@ def _memory(ctx: WorkerContext, out: SuiteOutput) -> dict[str, Any]:
         except Exception as exc:
             out.failures[s.name] = f"memory/{s.name}: {failure_text(exc)}"
             continue
-        result[s.name] = {
-            "request_bytes": req_bytes,
-            "request_tracked_objects": req_objects,
-            "state_bytes": req_bytes - bare_bytes,
-            "state_tracked_objects": req_objects - bare_objects,
-        }
-        out.add(
-            f"memory/{s.name}/metric=request_bytes", req_bytes, warmup=False, loops=n, unit="byte"
-        )
-        out.add(
-            f"memory/{s.name}/metric=tracked_objects_per_request",
-            req_objects,
-            warmup=False,
-            loops=n,
-            unit="integer",
-        )
-    return result
-
-
-# Full collections timed per process and mode: 5 gives a median robust to one outlier.
-FULL_COLLECTIONS = 5
+        out.extras.memory[s.name] = MemoryFigures(req_bytes, req_objects, bare_bytes, bare_objects)
+        for metric, value, unit in (
+            ("request_bytes", req_bytes, "byte"),
+            ("tracked_objects_per_request", req_objects, "integer"),
+        ):
+            name = BenchName.of("memory", s.name, metric=metric)
+            out.add(name, value, warmup=False, loops=n, unit=unit)
 
 
 def _full_collection_s() -> float:
+    from bench.timing import time_loop_ns
+
     return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
 
 
-def _run_mode(ctx: WorkerContext, out: SuiteOutput, s: Strategy, mode: str) -> dict[str, Any]:
+def _run_mode(ctx: WorkerContext, out: SuiteOutput, s: Strategy, mode: str) -> None:
+    from bench.core.scheduler import SyntheticScheduler
+    from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
+    from bench.runformat import GcCounts
+    from bench.suites.measure import StepRecorder
+    from bench.timing import StepClock
+
     cfg = ctx.config
     steps = cfg.gc_steps_per_value
     pool = ctx.make_pool()
     params = ctx.scheduler_params(pattern=GC_PATTERN)
     with gc_paused():
         sched = SyntheticScheduler(s, params, pool)
+    name = BenchName.of("gc", s.name, gc=mode)
+    counts = GcCounts()
     with GcProbe() as probe:
-        rec = StepRecorder(sched, StepClock(ctx.device), probe)
+        rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
         sched.run(steps)  # warm-up before freezing, as engines do
         apply_gc_mode(mode)
-        tracked = len(gc.get_objects())
-        name = f"gc/{s.name}/gc={mode}"
-        acc: dict[str, Any] = {
-            "collections": [0, 0, 0],
-            "pause_ns": [0, 0, 0],
-            "max_pause_ns": 0,
-            "steps": 0,
-        }
+        counts.tracked_objects_at_start.append(len(gc.get_objects()))
         for r in range(cfg.warmup_values + cfg.values):
             warmup = r < cfg.warmup_values
             c0, p0 = list(probe.collections), list(probe.pause_ns)
             probe.max_pause_ns = 0
-            value = rec.measure(steps)
-            out.add(name, value, warmup=warmup, loops=steps, unit="second")
+            value = rec.measure(steps, warmup=warmup)
+            out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
             if warmup:
-                rec.pending = {}
                 continue
-            rec.commit()
-            acc["collections"] = [
-                a + b - c for a, b, c in zip(acc["collections"], probe.collections, c0, strict=True)
-            ]
-            acc["pause_ns"] = [
-                a + b - c for a, b, c in zip(acc["pause_ns"], probe.pause_ns, p0, strict=True)
-            ]
-            acc["max_pause_ns"] = max(acc["max_pause_ns"], probe.max_pause_ns)
-            acc["steps"] += steps
+            counts.add(
+                GcCounts(
+                    collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
+                    pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
+                    max_pause_ns=probe.max_pause_ns,
+                    steps=steps,
+                )
+            )
+    full = BenchName.of("gc_full", s.name, gc=mode)
     for _ in range(FULL_COLLECTIONS):
-        out.add(
-            f"gc_full/{s.name}/gc={mode}",
-            _full_collection_s(),
-            warmup=False,
-            loops=1,
-            unit="second",
-        )
+        out.add(full, _full_collection_s(), warmup=False, loops=1, unit="second", gc_mode=mode)
     sched.close()
     gc.unfreeze()
     gc.enable()
-    return {
-        "tracked_objects_at_start": tracked,
-        "per_benchmark": {name: acc},
-        "steps": {name: {**rec.kept, "live_requests": params.live_requests}},
-    }
+    out.extras.gc[str(name)] = counts
+    out.extras.steps[str(name)] = rec.kept
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
+    import torch
+
+    from bench.gcprobe import background_heap
+    from bench.suites.measure import SuiteOutput, failure_text
+
     out = SuiteOutput()
     cfg = ctx.config
     torch.set_num_threads(1)
     if ctx.worker_index == 0:
-        out.extra["memory"] = _memory(ctx, out)
-    out.extra["modes"] = {}
+        _memory(ctx, out)
     for s in ctx.strategies:
         if s.name in out.failures:
             continue
         heap = background_heap(cfg.background_objects)
         try:
             for i, mode in enumerate(cfg.gc_modes):
-                result = _run_mode(ctx, out, s, mode)
-                merged = out.extra["modes"].setdefault(
-                    mode, {"tracked_objects_at_start": [], "per_benchmark": {}, "steps": {}}
-                )
-                merged["tracked_objects_at_start"].append(result["tracked_objects_at_start"])
-                merged["per_benchmark"].update(result["per_benchmark"])
-                merged["steps"].update(result["steps"])
+                _run_mode(ctx, out, s, mode)
                 ctx.progress((i + 1) / len(cfg.gc_modes), f"gc {s.name} gc={mode}")
         except Exception as exc:
             out.failures[s.name] = f"gc/{s.name}: {failure_text(exc)}"
@@ -176,3 +170,303 @@ def run(ctx: WorkerContext) -> SuiteOutput:
             gc.enable()
         del heap
     return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    """One process per strategy per repetition, strategies in a seeded shuffled order."""
+    from strategies import load_external, resolve
+
+    chosen = resolve(config.strategies, external=config.external)
+    external_of = {load_external(spec).name: spec for spec in config.external}
+    rng = random.Random(config.seed)
+    jobs = []
+    for w in range(config.gc_workers):
+        order = [s.name for s in chosen]
+        rng.shuffle(order)
+        for name in order:
+            ext = (external_of[name],) if name in external_of else ()
+            jobs.append(Job(w, replace(config, strategies=(name,), external=ext)))
+    return jobs
+
+
+# -- read side --------------------------------------------------------------------------------
+
+# The gc and gc_full families rank strategies once per GC mode, in the configuration's order.
+_BY_GC_MODE: dict[str, Any] = {"axis_label": "GC mode", "axis_config": "gc_modes"}
+
+
+def _mode(name: str) -> str:
+    return BenchName.parse(name)["gc"]
+
+
+def _modes(data: SuiteData) -> list[str]:
+    return sorted({_mode(n) for n in data.gc_rates})
+
+
+def terminal_extra(data: SuiteData) -> list[str]:
+    if not data.gc_rates:
+        return []
+    lines = ["\n   GC per 1,000 steps        collections(g0/g1/g2)     pause ms   longest ms"]
+    by_mode = sorted(
+        data.gc_rates.items(), key=lambda kv: (_modes(data).index(_mode(kv[0])), kv[0])
+    )
+    for name, r in by_mode:
+        c = "/".join(f"{x:.0f}" for x in r.collections_per_kstep)
+        lines.append(f"   {name:<32} {c:>16} {r.pause_ms_per_kstep:12.2f} {r.max_pause_ms:11.2f}")
+    return lines
+
+
+def report_extra(data: SuiteData) -> list[Html]:
+    from bench.report.markup import num, table, tag, td
+
+    out = []
+    for mode in _modes(data):
+        rows = [
+            (
+                name,
+                num(" / ".join(f"{c:,.1f}" for c in r.collections_per_kstep)),
+                num(f"{r.pause_ms_per_kstep:,.3f}"),
+                num(f"{r.max_pause_ms:,.3f}"),
+                num(r.steps),
+            )
+            for name, r in sorted(data.gc_rates.items())
+            if _mode(name) == mode
+        ]
+        head = ("benchmark", "collections g0 / g1 / g2", "pause ms", "longest pause ms", "steps")
+        out += [tag("h3", f"GC per 1,000 steps (gc={mode})"), table(head, rows)]
+    memory = data.extras.memory
+    if memory:
+        rows = [
+            (
+                td(tag("code", name)),
+                num(f"{m.request_bytes:,.0f}"),
+                num(f"{m.state_bytes:+,.0f}"),
+                num(f"{m.request_tracked_objects:,.2f}"),
+                num(f"{m.state_tracked_objects:+,.2f}"),
+            )
+            for name, m in sorted(memory.items())
+        ]
+        head = ("strategy", "bytes / request", "state bytes", "tracked objects", "state objects")
+        bare = min(memory.values(), key=lambda m: m.bare_request_bytes)
+        note = (
+            f"A bare request (no state) is about {bare.bare_request_bytes:,.0f} bytes and "
+            f"{bare.bare_request_tracked_objects:,.2f} tracked objects; 'state' columns are the "
+            "difference from a bare request measured in the same process (can be slightly "
+            "negative within measurement noise)."
+        )
+        out += [tag("h3", "Memory per request"), tag("p", note, class_="note"), table(head, rows)]
+    return out
+
+
+def gc_figure(run: RunData, st: dict[str, Any]) -> Any:
+    """Collections and pause per 1,000 steps (gc.callbacks) and the full-collection pause,
+    each per strategy with the GC modes side by side (hatch = mode)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    from bench.report.plots import GC_MODE_HATCH, HATCHES, label, yerr
+
+    data = run.suite("gc")
+    if data is None:
+        return None
+    rates = data.gc_rates
+    full = {s.name: s for s in data.summaries if s.kind == "gc_full"}
+    modes = _modes(data) or sorted({s.bench["gc"] for s in full.values()})
+    names = [
+        n
+        for n in st
+        if any(f"gc/{n}/gc={m}" in rates or f"gc_full/{n}/gc={m}" in full for m in modes)
+    ]
+    if not names or not modes:
+        return None
+    panels = 3 if full else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels + 1.5, 4.4), layout="constrained")
+    width = 0.8 / len(modes)
+    for j, mode in enumerate(modes):
+        hatch = GC_MODE_HATCH.get(mode, HATCHES[(j + 1) % len(HATCHES)])
+        for i, strategy in enumerate(names):
+            x = i - 0.4 + width * (j + 0.5)
+            common = {"color": st[strategy].color, "edgecolor": "#333333", "hatch": hatch}
+            r = rates.get(str(BenchName.of("gc", strategy, gc=mode)))
+            if r is not None:
+                axes[0].bar(x, r.collections_total_per_kstep, width, **common)
+                axes[1].bar(x, r.pause_ms_per_kstep, width, **common)
+            s = full.get(str(BenchName.of("gc_full", strategy, gc=mode)))
+            if s is not None and panels == 3:
+                err = yerr(s.median, s.ci_low, s.ci_high, 1e3)
+                axes[2].bar(
+                    x, s.median * 1e3, width, yerr=[[err[0]], [err[1]]], capsize=2, **common
+                )
+    labels = (
+        "collections per 1,000 steps (all generations)",
+        "GC pause per 1,000 steps (ms)",
+        "full gc.collect() pause (ms, median, 95% CI)",
+    )
+    for ax, ylabel in zip(axes, labels, strict=False):
+        ax.set_xticks(range(len(names)), [label(n) for n in names], rotation=30)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+        if not any(p.get_height() > 0 for p in ax.patches):
+            ax.set_ylim(0, 1)
+            ax.text(0.5, 0.5, "none measured", transform=ax.transAxes, ha="center")
+    handles = [
+        Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch=GC_MODE_HATCH.get(m, ""), label=m)
+        for m in modes
+    ]
+    fig.legend(handles=handles, loc="outside right upper", frameon=False, title="GC mode")
+    fig.suptitle("Garbage collection per strategy: enabled vs frozen")
+    return fig
+
+
+def memory_figure(run: RunData, st: dict[str, Any]) -> Any:
+    import matplotlib.pyplot as plt
+
+    from bench.report.plots import label
+
+    data = run.suite("gc")
+    memory = data.extras.memory if data is not None else {}
+    names = [n for n in st if n in memory]
+    if not names:
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.5, 4.2), layout="constrained")
+    for ax, key, ylabel in (
+        (ax1, "request_bytes", "bytes per request (state included)"),
+        (ax2, "request_tracked_objects", "GC-tracked objects per request"),
+    ):
+        for i, n in enumerate(names):
+            bars = ax.bar(
+                i,
+                getattr(memory[n], key),
+                0.7,
+                color=st[n].color,
+                edgecolor="#333333",
+                hatch=st[n].hatch,
+            )
+            ax.bar_label(bars, fmt="{:,.0f}" if key == "request_bytes" else "{:,.2f}", fontsize=7)
+        bare = sum(getattr(memory[n], f"bare_{key}") for n in names) / len(names)
+        ax.axhline(bare, color="grey", linestyle="--", linewidth=1, label="bare request")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_xticks(range(len(names)), [label(n) for n in names], rotation=30)
+        ax.set_ylabel(ylabel)
+    fig.suptitle("Memory per request")
+    return fig
+
+
+def _pause_values(run: RunData, mode: str) -> dict[str, float]:
+    """Collector pause per 1,000 steps, in seconds, per strategy."""
+    data = run.suite("gc")
+    if data is None:
+        return {}
+    out = {}
+    for name, r in data.gc_rates.items():
+        bench = BenchName.parse(name)
+        if bench.get("gc") == mode:
+            out[bench.strategy] = r.pause_ms_per_kstep / 1e3
+    return out
+
+
+def headline(run: RunData) -> list[Metric]:
+    from bench.report.headline import aggregate_metric, summary_metric
+
+    metrics = [
+        summary_metric(
+            run,
+            "gc",
+            "memory",
+            key="request_bytes",
+            title="bytes / request",
+            note="deep size of one request with its state (mean over sampled requests)",
+            metric="request_bytes",
+        ),
+        summary_metric(
+            run,
+            "gc",
+            "memory",
+            key="tracked_objects",
+            title="GC-tracked objects / request",
+            note="objects the cyclic collector tracks per request, state included",
+            metric="tracked_objects_per_request",
+        ),
+        summary_metric(
+            run,
+            "gc",
+            "gc_full",
+            key="gc_full",
+            title="full GC pause (gc=enabled)",
+            note="one full gc.collect() with the live population: the stall production sees",
+            gc="enabled",
+        ),
+    ]
+    data = run.suite("gc")
+    modes = _modes(data) if data is not None else []
+    if modes:
+        mode = "enabled" if "enabled" in modes else modes[0]
+        metrics.append(
+            aggregate_metric(
+                run,
+                _pause_values(run, mode),
+                key="gc_pause",
+                title=f"GC pause / 1k steps (gc={mode})",
+                unit="second",
+                words=("less", "more"),
+                note="total collector pause per 1,000 scheduler steps; one aggregate, no test",
+            )
+        )
+    return [m for m in metrics if m is not None]
+
+
+def extra_families(run: RunData) -> list[Family]:
+    """The collector's pause per 1,000 steps: one aggregate per strategy, no test."""
+    from bench.report.verdict import Entry, Ranking, make_family, rank
+
+    data = run.suite("gc")
+    if data is None or not data.gc_rates:
+        return []
+    rankings = [
+        Ranking(
+            mode,
+            rank(
+                Entry(strategy=s, value=v, unit="second", reference=run.is_reference(s))
+                for s, v in _pause_values(run, mode).items()
+            ),
+        )
+        for mode in _modes(data)
+    ]
+    family = make_family(
+        "gc_pause",
+        "GC pause per 1,000 steps",
+        "GC mode",
+        rankings,
+        has_test=False,
+        featured=True,
+    )
+    return [family]
+
+
+FIGURES = (
+    FigureSpec("gc_collections_pause", "GC collections and pause time", gc_figure),
+    FigureSpec("memory_per_request", "Bytes and tracked objects per request", memory_figure),
+)
+FAMILIES = (
+    FamilySpec("gc_step", "step time with a background heap", "gc", axis="gc", **_BY_GC_MODE),
+    FamilySpec(
+        "gc_full", "full collection pause", "gc_full", axis="gc", featured=True, **_BY_GC_MODE
+    ),
+    FamilySpec(
+        "memory_request_bytes",
+        "bytes per request",
+        "memory",
+        axis=None,
+        match=(("metric", "request_bytes"),),
+        has_test=False,
+        featured=True,
+    ),
+    FamilySpec(
+        "memory_tracked_objects_per_request",
+        "GC-tracked objects per request",
+        "memory",
+        axis=None,
+        match=(("metric", "tracked_objects_per_request"),),
+        has_test=False,
+    ),
+)

@@ -1,48 +1,190 @@
 """scaling: step cost as live requests grow from 256 to 65,536 (log steps), per strategy.
 
-Names: scaling/<strategy>/live=<n>; a value is the mean step time at that size. The parent
-divides by n for the cost per live request and fits log(cost per request) against log(n): a
-slope near 0 is constant cost per request, a clearly positive slope a cost that grows.
+Names: scaling/<strategy>/live=<n>; a value is the mean step time at that size (pattern fixed
+for the suite by `scaling_pattern`). The report divides by n for the cost per live request and
+fits the marginal cost per live request and its log-log slope against n: a slope near 0 is a
+constant cost per request, a clearly positive slope a cost that grows.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+from typing import TYPE_CHECKING, Any
 
-from bench.gcprobe import GcProbe
-from bench.suites.common import SuiteOutput, WorkerContext, interleave
-from bench.suites.step import build_recorders, close_all, subjects_for
+from bench.config import RunConfig
+from bench.suites.spec import FamilySpec, FigureSpec, Job
+
+if TYPE_CHECKING:
+    from bench.report.load import RunData, SuiteData
+    from bench.report.markup import Html
+    from bench.stats.derive import Summary
+    from bench.suites.measure import SuiteOutput, WorkerContext
+
+NAME = "scaling"
+TITLE = "Scaling with live requests"
+NOTE = "Step time as the number of live requests grows."
+ORDER = 40
+
+KIND = "scaling"
+
+
+def _live_param(n: int, _pattern: str) -> dict[str, object]:
+    return {"live": n}  # the pattern is fixed for the suite: names carry the size only
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
+    from bench.suites.measure import SuiteOutput, measure_schedulers
+
     out = SuiteOutput()
     cfg = ctx.config
     sizes = cfg.scaling_sizes
     for i, n in enumerate(sizes):
-        with GcProbe() as probe:
-            recorders = build_recorders(
-                ctx,
-                out,
-                prefix="scaling",
-                patterns=(cfg.scaling_pattern,),
-                live_requests=n,
-                probe=probe,
-            )
-            # names read scaling/<strategy>/live=<n>: the pattern is fixed for the suite
-            subjects = subjects_for(recorders, cfg.scaling_steps_per_value)
-            for subj in subjects:
-                subj.name = f"scaling/{subj.strategy}/live={n}"
-            interleave(
-                ctx,
-                out,
-                subjects,
-                label=f"scaling live={n}",
-                progress_base=i / len(sizes),
-                progress_span=1 / len(sizes),
-                after_value=lambda _s, _w: None,
-            )
-        close_all(recorders)
-        del recorders
+        measure_schedulers(
+            ctx,
+            out,
+            kind=KIND,
+            patterns=(cfg.scaling_pattern,),
+            live_requests=n,
+            steps_per_value=cfg.scaling_steps_per_value,
+            keep_steps=False,
+            label=f"scaling live={n}",
+            progress=(i / len(sizes), 1 / len(sizes)),
+            name_params=functools.partial(_live_param, n),
+        )
         gc.collect()
-    out.extra["pattern"] = cfg.scaling_pattern
     return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    return [Job(w, config) for w in range(config.scaling_workers)]
+
+
+# -- read side --------------------------------------------------------------------------------
+
+
+def _fits(data: SuiteData) -> dict[str, Any]:
+    from bench.stats.derive import scaling_fits
+
+    return scaling_fits(data.values, kind=KIND, key="live")
+
+
+def terminal_rows(summaries: list[Summary]) -> list[Summary]:
+    sizes = sorted({s.bench.int("live") for s in summaries if "live" in s.bench})
+    return [s for s in summaries if sizes and s.bench.get("live") == str(sizes[-1])]
+
+
+def terminal_extra(data: SuiteData) -> list[str]:
+    fits = _fits(data)
+    if not fits:
+        return []
+    lines = ["\n   marginal step cost per live request (log-log slope vs live requests)"]
+    for strategy, f in fits.items():
+        if f.marginal_ns_per_request is not None:
+            slope = f.marginal_loglog_slope
+            shape = f"slope {slope:+.3f} ({f.growth})" if slope is not None else ""
+            lines.append(f"   {strategy:<12} {f.marginal_ns_per_request:8.1f} ns/req/step  {shape}")
+    return lines
+
+
+def report_extra(data: SuiteData) -> list[Html]:
+    from bench.report.markup import num, table, tag, td
+    from bench.report.text import fmt
+
+    fits = _fits(data)
+    if not fits:
+        return []
+    rows = []
+    for strategy, f in sorted(fits.items()):
+        slope = f.marginal_loglog_slope
+        marginal = f.marginal_ns_per_request
+        rows.append(
+            (
+                td(tag("code", strategy)),
+                ", ".join(f"{n:,}" for n in f.sizes),
+                num("" if marginal is None else f"{marginal:,.1f}"),
+                num("" if f.fixed_step_ns is None else fmt(f.fixed_step_ns / 1e9)),
+                num("" if slope is None else f"{slope:+.3f}"),
+                f.growth or "",
+            )
+        )
+    head = (
+        "strategy",
+        "live requests",
+        "marginal ns / request / step",
+        "fixed step",
+        "log-log slope",
+        "growth",
+    )
+    return [tag("h3", "Marginal cost per live request"), table(head, rows)]
+
+
+def figure(run: RunData, st: dict[str, Any]) -> Any:
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from bench.report.plots import label, plain_log_ticks
+
+    data = run.suite("scaling")
+    if data is None:
+        return None
+    fits = _fits(data)
+    if not fits:
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.5, 4.4), layout="constrained")
+    handles = []
+    for strategy in st:
+        fit = fits.get(strategy)
+        if fit is None:
+            continue
+        pts = [
+            (n, t, r)
+            for n, t, r in zip(fit.sizes, fit.step_s, fit.per_request_s, strict=False)
+            if n > 0 and t > 0 and r > 0
+        ]
+        if not pts:
+            continue
+        s = st[strategy]
+        xs = [p[0] for p in pts]
+        ax1.plot(xs, [p[1] * 1e6 for p in pts], marker=s.marker, color=s.color, ls=s.linestyle)
+        ax2.plot(xs, [p[2] * 1e9 for p in pts], marker=s.marker, color=s.color, ls=s.linestyle)
+        text = strategy + (" (baseline)" if strategy == run.baseline else "")
+        if fit.marginal_loglog_slope is not None:
+            text += f": slope {fit.marginal_loglog_slope:+.2f}"
+        elif fit.marginal_ns_per_request is not None:
+            text += f": {fit.marginal_ns_per_request:+.0f} ns/req"
+        handles.append(
+            Line2D([], [], color=s.color, marker=s.marker, linestyle=s.linestyle, label=label(text))
+        )
+    if not handles:
+        return None  # make_plots closes it
+    for ax in (ax1, ax2):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log_ticks(ax.xaxis)
+        plain_log_ticks(ax.yaxis)
+        ax.set_xlabel("live requests")
+    ax1.set_ylabel("step time (µs, median)")
+    ax2.set_ylabel("step time per live request (ns)")
+    fig.legend(
+        handles=handles,
+        loc="outside right upper",
+        frameon=False,
+        title="marginal cost: log-log slope\n(or ns/request with 2 sizes)",
+    )
+    pattern = label(run.config.get("scaling_pattern", "?"))
+    fig.suptitle(f"Scaling with live requests (pattern={pattern})")
+    return fig
+
+
+FIGURES = (FigureSpec("scaling", "Scaling with live requests", figure),)
+FAMILIES = (
+    FamilySpec(
+        "scaling",
+        "scaling: step time",
+        KIND,
+        axis="live",
+        axis_label="live requests",
+        featured=True,
+    ),
+)

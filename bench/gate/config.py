@@ -29,36 +29,41 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from bench.config import check_positive_ints
+from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
 from bench.errors import UsageError
+from bench.names import BenchName
 
 
 @dataclass(frozen=True, kw_only=True)
 class GateConfig:
-    strategies: tuple[str, ...] = ("weakkey", "declared")
-    patterns: tuple[str, ...] = ("per_field", "cached")
-    lookup_ops: tuple[str, ...] = ("get_hit",)
-    lookup_live: int = 10_000
-    threshold_pct: float = 5.0
-    instruction_threshold_pct: float = 1.0
-    rounds: int = 8
-    live_requests: int = 4096
-    steps_per_value: int = 50
-    values: int = 6
-    instr_live_requests: int = 256
-    instr_steps: int = 20
-    instr_lookup_live: int = 2000
-    instr_lookup_passes: int = 3
-    instr_heap_shifts: int = 3
+    strategies: tuple[str, ...] = ("weakkey", "declared")  # whose hot path is gated
+    patterns: tuple[str, ...] = ("per_field", "cached")  # step/<strategy>/pattern=<p>
+    lookup_ops: tuple[str, ...] = ("get_hit",)  # lookup/<strategy>/op=<op>/live=<n>
+    lookup_live: int = 10_000  # live requests in the gated lookups (wall clock)
+    threshold_pct: float = 5.0  # wall clock: fail above max(this, A/A noise)
+    instruction_threshold_pct: float = 1.0  # instruction mode: fail above this
+    rounds: int = 8  # wall clock: base / candidate / A-A process triples
+    live_requests: int = DEFAULT_LIVE_REQUESTS  # wall-clock scheduler size
+    steps_per_value: int = 50  # scheduler steps per value
+    values: int = 6  # values per worker process (8 x 6 = 48 per side)
+    instr_live_requests: int = 256  # instruction mode: callgrind runs Python ~50x slower
+    instr_steps: int = 20  # scheduler steps counted per step benchmark
+    instr_lookup_live: int = 2000  # live requests of the counted lookups
+    instr_lookup_passes: int = 3  # get passes counted per lookup benchmark
+    instr_heap_shifts: int = 3  # counts are medians over this many shifted heaps
     seed: int = 0
-    thresholds: dict[str, float] = field(default_factory=dict)
+    thresholds: dict[str, float] = field(default_factory=dict)  # per-benchmark overrides, %
 
     def benchmarks(self, mode: str) -> list[str]:
         live = self.instr_lookup_live if mode == "instructions" else self.lookup_live
-        names = [f"step/{s}/pattern={p}" for s in self.strategies for p in self.patterns]
+        names = [BenchName.of("step", s, pattern=p) for s in self.strategies for p in self.patterns]
         names += [
-            f"lookup/{s}/op={op}/live={live}" for s in self.strategies for op in self.lookup_ops
+            BenchName.of("lookup", s, op=op, live=live)
+            for s in self.strategies
+            for op in self.lookup_ops
         ]
-        return names
+        return [str(n) for n in names]
 
     def threshold_for(self, name: str, mode: str) -> float:
         default = self.instruction_threshold_pct if mode == "instructions" else self.threshold_pct
@@ -100,21 +105,10 @@ def load_gate_config(pyproject: Path, **overrides: Any) -> GateConfig:
         config = GateConfig(**args)
     except TypeError as exc:
         raise UsageError(f"{pyproject}: bad gate configuration ({exc})") from None
-    for name in (
-        "rounds",
-        "live_requests",
-        "steps_per_value",
-        "values",
-        "instr_live_requests",
-        "instr_steps",
-        "instr_lookup_live",
-        "instr_lookup_passes",
-        "instr_heap_shifts",
-        "lookup_live",
-    ):
-        value = getattr(config, name)
-        if not isinstance(value, int) or value <= 0:
-            raise UsageError(f"gate {name} must be a positive integer, got {value!r}")
+    try:
+        check_positive_ints(config, exempt=("seed",), label=lambda name: f"gate {name}")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if config.values < 3:
         raise UsageError("gate values must be at least 3")
     if not config.strategies:

@@ -1,6 +1,6 @@
 """The process `python -m bench profile` samples with py-spy: one strategy's scheduler loop.
 
-    python -m bench.profile_target --strategy NAME --duration-s S --requests N
+    python -m bench.profiling.target --strategy NAME --duration-s S --requests N
         --pattern per_field|cached --device cpu|cuda[:i] --gc-out PATH
 
 Setup (imports, building the scheduler with GC paused, warm-up steps) happens outside
@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
+from bench.core.scheduler import DEFAULT_LIVE_REQUESTS, SchedulerParams, SyntheticScheduler
 from bench.gcprobe import GcProbe, gc_paused
-from bench.results import write_json
 from bench.rowpool import RowPool, check_fits, default_shape
-from bench.scheduler import SchedulerParams, SyntheticScheduler
+from bench.storage import write_json
 from bench.timing import now_ns, resolve_device, sync
 from bench.worker import TORCH_THREADS
 from strategies import resolve
@@ -85,10 +85,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile_target")
+    parser = argparse.ArgumentParser(prog="python -m bench.profiling.target")
     parser.add_argument("--strategy", required=True)
     parser.add_argument("--duration-s", type=float, required=True)
-    parser.add_argument("--requests", type=int, default=4096)
+    parser.add_argument("--requests", type=int, default=DEFAULT_LIVE_REQUESTS)
     parser.add_argument("--pattern", default="per_field")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--gc-out", type=Path, required=True)

@@ -1,4 +1,4 @@
-"""Deterministic instruction counts of the gate's benchmarks under valgrind's callgrind.
+"""Instruction mode: deterministic instruction counts of the gate's benchmarks under callgrind.
 
 For each benchmark the target (bench.instr_target) runs twice in the same tree: setup only
 (0 iterations) and setup + N iterations. The difference of callgrind's totals is the
@@ -17,11 +17,15 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from bench.errors import DataError, UsageError
+from bench.gate.config import GateConfig
+from bench.names import BenchName
 
 # callgrind runs Python ~50x slower; a single target run must not hang a CI job forever.
 RUN_TIMEOUT_S = 900
+_CAPTURE: dict[str, Any] = {"capture_output": True, "text": True, "check": False}
 
 
 def check_valgrind() -> str:
@@ -63,15 +67,7 @@ def count_instructions(
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
-            proc = subprocess.run(
-                cmd,
-                cwd=tree,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=RUN_TIMEOUT_S,
-                check=False,
-            )
+            proc = subprocess.run(cmd, cwd=tree, env=env, timeout=RUN_TIMEOUT_S, **_CAPTURE)
         except subprocess.TimeoutExpired:
             raise DataError(
                 f"{benchmark}: callgrind run timed out after {RUN_TIMEOUT_S} s"
@@ -131,3 +127,21 @@ def measure(
         }
         for side in trees
     }
+
+
+def measure_gate(cfg: GateConfig, trees: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
+    """{side: {benchmark: [instructions]}} for the gated benchmarks of instruction mode."""
+    benchmarks: dict[str, tuple[int, int]] = {}
+    for name in cfg.benchmarks("instructions"):
+        if BenchName.parse(name).kind == "step":
+            benchmarks[name] = (cfg.instr_steps, cfg.instr_live_requests)
+        else:
+            benchmarks[name] = (cfg.instr_lookup_passes, cfg.instr_lookup_live)
+
+    def report(done: int, total: int, label: str) -> None:
+        print(f"[gate] callgrind {done}/{total}: {label}", file=sys.stderr, flush=True)
+
+    counts = measure(
+        trees, benchmarks, seed=cfg.seed, heap_shifts=cfg.instr_heap_shifts, progress=report
+    )
+    return {side: {n: [float(c)] for n, c in per.items()} for side, per in counts.items()}

@@ -220,20 +220,17 @@ def _not_held(_req: object) -> bool:
     return False
 
 
+# What each call site returns when no state is kept: nothing written, no rows held.
+_NULL_FUNCS: dict[str, Callable[..., Any]] = {
+    **dict.fromkeys(_TEMPLATES, _none),
+    "write_hidden_rows": _no_writes,
+    "hidden_rows_held": _not_held,
+}
+
+
 def null_callsites(strategy: Strategy, pattern: str) -> CallSites:
     """Call sites that touch no state: the harness's own cost (for HOLDS_STATE = False)."""
-    return CallSites(
-        strategy=strategy.name,
-        pattern=pattern,
-        bootstrap_finalize=_none,
-        write_hidden_rows=_no_writes,
-        send_kv_chunk=_none,
-        owner_direct_send=_none,
-        hidden_rows_held=_not_held,
-        release_and_clear=_none,
-        capture_layers_get=_none,
-        capture_layers_peek=_none,
-    )
+    return CallSites(strategy=strategy.name, pattern=pattern, **_NULL_FUNCS)
 
 
 def compile_callsites(strategy: Strategy, pattern: str) -> CallSites:

@@ -1,6 +1,6 @@
 """Calibration of the wall-clock gate: false-alarm and detection rates, measured.
 
-    python -m bench.gate_selftest --runs 10 --slowdown-pct 10 [--slowdown-pct 5]
+    python -m bench.gate.selftest --runs 10 --slowdown-pct 10 [--slowdown-pct 5]
 
 Copies the working tree into a throwaway git repository (committed once: the baseline), then
 runs the gate `--runs` times against an unchanged candidate (A/A: every failure is a false
@@ -8,7 +8,7 @@ alarm) and `--runs` times per slowdown against a candidate whose scheduler step 
 extra X% of its own duration (every pass of a step benchmark is a miss). Lookup benchmarks
 are untouched by the injection, so they count as A/A too. Prints the rates; writes the raw
 gate results under the output folder. This is a benchmark, not a test: it takes
-~1.5 minutes per gate run on 2 cores.
+~3.5 minutes per gate run on 2 cores (docs/GATE.md).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.gate import snapshot
-from bench.results import ROOT
+from bench.gate.git import snapshot
+from bench.storage import ROOT
 
 _STEP_DEF = '    def step(self) -> None:\n        """One scheduler loop iteration."""\n'
 
 
 def _inject(tree: Path, slowdown_pct: float) -> None:
-    path = tree / "bench" / "scheduler.py"
+    path = tree / "bench" / "core" / "scheduler.py"
     src = path.read_text()
     if _STEP_DEF not in src:
         raise SystemExit("cannot find SyntheticScheduler.step to inject a slowdown into")
@@ -80,7 +80,7 @@ def _gate(repo: Path, out: Path, extra: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.gate_selftest")
+    ap = argparse.ArgumentParser(prog="python -m bench.gate.selftest")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--slowdown-pct", type=float, action="append", default=None)
     ap.add_argument("--output-dir", default=str(ROOT / "reports" / "gate-selftest"))

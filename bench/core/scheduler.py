@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bench.allocator import IntervalAllocator
-from bench.callsites import PATTERNS, CallSites, compile_callsites
-from bench.hostpool import HostPool
-from bench.workload import DEFAULT_REQUEST_ATTRS, Arrival, StreamParams, make_request_class
-from bench.workload import request_stream as make_stream
+from bench.core.allocator import IntervalAllocator
+from bench.core.callsites import PATTERNS, CallSites, compile_callsites
+from bench.core.hostpool import HostPool
+from bench.core.workload import DEFAULT_REQUEST_ATTRS, Arrival, StreamParams, make_request_class
+from bench.core.workload import request_stream as make_stream
 from strategies import Strategy
 
 if TYPE_CHECKING:
@@ -36,13 +36,17 @@ if TYPE_CHECKING:
 
 # Requests waiting for prefill at steady state: enough that every batch fills its token budget.
 WAITING_TARGET = 8
+# Live requests held in the scheduler: the top of SGLang's max_running_requests default range
+# (WORKLOAD.md "Scale": 2048-4096 per data-parallel worker). The one default every entry point
+# (run configuration, gate, profiler) uses.
+DEFAULT_LIVE_REQUESTS = 4096
 
 
 @dataclass(frozen=True, kw_only=True)
 class SchedulerParams:
     """One scheduler configuration. Defaults follow WORKLOAD.md where it gives a number."""
 
-    live_requests: int = 4096
+    live_requests: int = DEFAULT_LIVE_REQUESTS
     chunked_prefill_size: int = 8192
     pd_fraction: float = 0.5
     streaming: bool = False

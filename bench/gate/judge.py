@@ -1,0 +1,163 @@
+"""How the gate decides: one small rule object per mode, and the baseline files it can read.
+
+A benchmark is a regression when its slowdown is larger than its bound, max(threshold, A/A
+noise), and (wall clock) statistically significant. The gate fails closed: a gated benchmark
+without data on a side is a DataError, never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import stats
+from bench.errors import DataError
+from bench.gate.config import GateConfig
+from bench.storage import read_json
+
+SCHEMA = "reqstate-bench-gate/1"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    benchmark: str
+    base: float
+    candidate: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float | None
+    threshold_pct: float
+    noise_pct: float
+    bound_pct: float
+    verdict: str  # pass | regression | improvement
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1) * 100
+
+
+def _verdict(change_pct: float, bound_pct: float, significant: bool) -> str:
+    if significant and change_pct > bound_pct:
+        return "regression"
+    if significant and -change_pct > bound_pct:
+        return "improvement"
+    return "pass"
+
+
+@dataclass(frozen=True)
+class Sides:
+    """One benchmark's values on each side: baseline, candidate, and the candidate's A/A copy."""
+
+    base: list[float]
+    cand: list[float]
+    aa: list[float] | None
+
+
+def per_round(values: list[float], per_process: int) -> list[float]:
+    """Median of each worker process's values (consecutive runs of `per_process`)."""
+    if len(values) % per_process:
+        raise DataError(f"{len(values)} values do not split into processes of {per_process}")
+    return [stats.median(values[i : i + per_process]) for i in range(0, len(values), per_process)]
+
+
+@dataclass(frozen=True)
+class WallRule:
+    """Wall clock. Values from one worker process are not independent (they share its memory
+    layout and hash seed): the unit of replication is the round, so each process contributes
+    the median of its values, and CIs and tests are over rounds, not over values."""
+
+    values_per_process: int
+    paired: bool
+
+    def judge(self, name: str, sides: Sides, threshold: float) -> Judgement:
+        base, cand, aa = sides.base, sides.cand, sides.aa
+        base, cand = (
+            per_round(base, self.values_per_process),
+            per_round(cand, self.values_per_process),
+        )
+        cmp = stats.compare(cand, base, paired=self.paired)
+        noise = 0.0
+        if aa and len(aa) > 1:
+            aa_cmp = stats.compare(per_round(aa, self.values_per_process), cand, paired=True)
+            # The systematic offset identical code shows in this job; random noise is the
+            # significance test's business (adding the A/A CI here counted it twice and put
+            # the bound at ~15% on this machine, hiding a real +10%).
+            noise = abs(aa_cmp.ratio - 1) * 100
+        bound = max(threshold, noise)
+        return Judgement(
+            name,
+            stats.median(base),
+            stats.median(cand),
+            cmp.ratio,
+            cmp.ci_low,
+            cmp.ci_high,
+            cmp.p_value,
+            threshold,
+            noise,
+            bound,
+            _verdict((cmp.ratio - 1) * 100, bound, cmp.significant),
+        )
+
+
+@dataclass(frozen=True)
+class InstructionRule:
+    """Instruction counts: one deterministic count per side, no test; the A/A copy's count
+    difference (identical code) is the noise."""
+
+    def judge(self, name: str, sides: Sides, threshold: float) -> Judgement:
+        base, cand, aa = sides.base, sides.cand, sides.aa
+        ratio = cand[0] / base[0]
+        noise = abs(aa[0] / cand[0] - 1) * 100 if aa and aa[0] != cand[0] else 0.0
+        bound = max(threshold, noise)
+        return Judgement(
+            name,
+            base[0],
+            cand[0],
+            ratio,
+            ratio,
+            ratio,
+            None,
+            threshold,
+            noise,
+            bound,
+            _verdict((ratio - 1) * 100, bound, significant=True),
+        )
+
+
+def judge(
+    cfg: GateConfig, mode: str, values: dict[str, dict[str, list[float]]], *, paired: bool
+) -> list[Judgement]:
+    """Fail closed: a gated benchmark without data on a side is a DataError."""
+    rule: WallRule | InstructionRule = (
+        InstructionRule() if mode == "instructions" else WallRule(cfg.values, paired)
+    )
+    out = []
+    for name in cfg.benchmarks(mode):
+        base = values.get("base", {}).get(name)
+        cand = values.get("candidate", {}).get(name)
+        if not base or not cand:
+            side = "baseline" if not base else "candidate"
+            raise DataError(f"{name}: no {side} values; the gate cannot judge it")
+        aa = values.get("aa", {}).get(name)
+        out.append(rule.judge(name, Sides(base, cand, aa), cfg.threshold_for(name, mode)))
+    return out
+
+
+def load_baseline(path: Path, cfg: GateConfig, mode: str) -> dict[str, list[float]]:
+    """A gate JSON written earlier (its candidate values become the baseline)."""
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise DataError(f"{path}: not a reqstate-bench gate result (schema {SCHEMA!r} expected)")
+    want = cfg.fingerprint(mode)
+    got = data.get("fingerprint")
+    if got != want:
+        diff = sorted(k for k in set(want) | set(got or {}) if (got or {}).get(k) != want.get(k))
+        raise DataError(f"{path}: incompatible baseline (differs in {', '.join(diff)})")
+    cand = data.get("values", {}).get("candidate")
+    if not isinstance(cand, dict) or not all(
+        isinstance(v, list) and v and all(isinstance(x, (int, float)) and x > 0 for x in v)
+        for v in cand.values()
+    ):
+        raise DataError(f"{path}: baseline values are missing or malformed")
+    return {k: [float(x) for x in v] for k, v in cand.items()}

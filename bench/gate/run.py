@@ -1,0 +1,104 @@
+"""`python -m bench gate`: the trees, the measurement, the judgement and the outputs, in order.
+
+Wall-clock mode (default): the baseline tree (a git ref checked out into a temporary worktree)
+and the candidate (a copy of the working tree) are measured in the same job, round by round,
+plus an A/A copy of the candidate that calibrates the noise (bench.gate.wall). Instruction mode:
+callgrind instruction counts, deterministic, with a threshold in percent
+(bench.gate.instructions). Judging: bench.gate.judge. The gate fails closed: missing, corrupt or
+incompatible data never pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench.errors import EXIT_FAILED, EXIT_OK, UsageError
+from bench.gate import wall
+from bench.gate.config import GateConfig
+from bench.gate.git import default_base, snapshot, worktree
+from bench.gate.judge import SCHEMA, judge, load_baseline
+from bench.gate.render import render_markdown, render_terminal
+from bench.storage import ROOT, write_atomic, write_json
+
+MODES = ("wall", "instructions")
+
+
+def run_gate(
+    cfg: GateConfig,
+    *,
+    mode: str,
+    base_ref: str | None,
+    baseline_file: Path | None,
+    json_out: Path | None,
+    markdown_out: Path | None,
+    root: Path = ROOT,
+) -> int:
+    if mode not in MODES:
+        raise UsageError(f"unknown gate mode {mode!r}; choose wall or instructions")
+    if mode == "instructions":
+        from bench.gate.instructions import check_valgrind
+
+        check_valgrind()
+    meta: dict[str, Any] = {"candidate": "working tree"}
+    with contextlib.ExitStack() as stack:
+        parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reqstate-gate-")))
+        # Both sides run from sibling folders with 4-letter names (see git.snapshot).
+        trees: dict[str, Path] = {"candidate": snapshot(root, parent, "cand")}
+        if mode == "instructions":
+            trees["aa"] = snapshot(root, parent, "aacc")
+        baseline_values = None
+        if baseline_file is not None:
+            baseline_values = load_baseline(baseline_file, cfg, mode)
+            meta["base"] = str(baseline_file)
+        else:
+            ref = base_ref or default_base(root)
+            path, commit = stack.enter_context(worktree(ref, parent, root))
+            trees["base"] = path
+            meta["base"] = f"{ref} ({commit[:12]})"
+        wall.progress(
+            f"[gate] {mode} mode: {meta['base']} vs working tree, "
+            f"{len(cfg.benchmarks(mode))} benchmarks"
+        )
+        if mode == "wall":
+            values = wall.measure(cfg, trees)
+        else:
+            from bench.gate.instructions import measure_gate
+
+            values = measure_gate(cfg, trees)
+        if baseline_values is not None:
+            values["base"] = baseline_values
+    judgements = judge(cfg, mode, values, paired=baseline_file is None)
+    status = "regression" if any(j.verdict == "regression" for j in judgements) else "pass"
+    result = {
+        "schema": SCHEMA,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "mode": mode,
+        "status": status,
+        "meta": meta,
+        "fingerprint": cfg.fingerprint(mode),
+        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()},
+        "values": values,
+        "results": [{**asdict(j), "change_pct": j.change_pct} for j in judgements],
+    }
+    if json_out is None or markdown_out is None:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        out_dir = root / "reports" / f"gate-{stamp}-{os.getpid()}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        json_out = json_out or out_dir / "gate.json"
+        markdown_out = markdown_out or out_dir / "gate.md"
+    markdown = render_markdown(judgements, mode, status, meta)
+    write_json(json_out, result)
+    write_atomic(markdown_out, markdown)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(markdown)
+    print(render_terminal(judgements, mode, status))
+    print(f"gate result: {json_out}\ngate markdown: {markdown_out}")
+    return EXIT_FAILED if status == "regression" else EXIT_OK

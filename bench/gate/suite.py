@@ -1,0 +1,82 @@
+"""gate: the wall-clock gate's worker suite: the gated step and lookup benchmarks, interleaved.
+
+The gate starts `python -m bench.worker gate CONFIG OUT INDEX` in each tree it compares (so
+this module must keep working when this tree is a gate's base). The configuration's
+`extra["gate"]` carries what matters here: the lookup ops and size. Names are those of the
+step and lookup suites.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from bench.config import RunConfig
+from bench.suites.spec import Job
+
+if TYPE_CHECKING:
+    from bench.suites.measure import Subject, SuiteOutput, WorkerContext
+
+
+NAME = "gate"
+TITLE = "Regression gate"
+NOTE = "The gated step and lookup benchmarks (the gate's own worker suite)."
+ORDER = 100
+PUBLIC = False  # run by the gate itself, never by `bench run --suite`
+
+
+def run(ctx: WorkerContext) -> SuiteOutput:
+    from bench.gcprobe import GcProbe, gc_paused
+    from bench.names import BenchName
+    from bench.suites.measure import (
+        Population,
+        SuiteOutput,
+        build_recorders,
+        close_all,
+        interleave,
+        lookup_subject,
+        step_subjects,
+    )
+
+    out = SuiteOutput()
+    cfg = ctx.config
+    gate = cfg.extra.get("gate", {})
+    ops = tuple(gate.get("lookup_ops", ("get_hit",)))
+    live = int(gate.get("lookup_live", 10_000))
+    with GcProbe() as probe:
+        recorders = build_recorders(
+            ctx,
+            out,
+            kind="step",
+            patterns=cfg.patterns,
+            live_requests=cfg.live_requests,
+            probe=probe,
+            keep_steps=False,
+        )
+        subjects: list[Subject] = step_subjects(recorders, cfg.steps_per_value)
+        populations = []
+        if ops:
+            with gc_paused():
+                for s in ctx.strategies:
+                    pop = Population(
+                        s, live, cfg.lookup_miss_batch, cfg.lookup_max_pass, random.Random(cfg.seed)
+                    )
+                    populations.append(pop)
+                    subjects += [
+                        lookup_subject(
+                            pop,
+                            op,
+                            BenchName.of("lookup", s.name, op=op, live=live),
+                            cfg.lookup_min_value_ns,
+                        )
+                        for op in ops
+                    ]
+        interleave(ctx, out, subjects, label="gate")
+    close_all(recorders)
+    for pop in populations:
+        pop.close()
+    return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    return [Job(0, config)]  # the gate starts its workers itself, one per side and round

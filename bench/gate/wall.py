@@ -1,0 +1,70 @@
+"""Wall-clock mode: the gate's worker suite in each tree, round by round.
+
+Each round starts one worker process per side (base, candidate, and an A/A copy of the
+candidate that calibrates the noise) in a seeded shuffled order, so value i of every side comes
+from the same round.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.config import RunConfig
+from bench.errors import DataError
+from bench.gate.config import GateConfig
+from bench.storage import read_json
+
+SIDES = ("base", "candidate", "aa")
+
+
+def progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def worker_config(cfg: GateConfig) -> RunConfig:
+    """What the gate's worker suite is run with, on every side."""
+    return RunConfig(
+        suites=("gate",),
+        strategies=cfg.strategies,
+        workers=1,
+        warmup_values=1,
+        values=cfg.values,
+        live_requests=cfg.live_requests,
+        steps_per_value=cfg.steps_per_value,
+        patterns=cfg.patterns,
+        seed=cfg.seed,
+        device="cpu",
+        extra={"gate": {"lookup_ops": list(cfg.lookup_ops), "lookup_live": cfg.lookup_live}},
+    )
+
+
+def measure(cfg: GateConfig, trees: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
+    """Values per side and benchmark; value i of every side comes from the same round."""
+    from bench.runner import run_worker
+
+    sides = [s for s in SIDES if s in trees or s == "aa"]
+    values: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
+    rng = random.Random(cfg.seed)
+    with tempfile.TemporaryDirectory(prefix="reqstate-gate-") as tmp:
+        cfg_path = Path(tmp) / "config.json"
+        cfg_path.write_text(worker_config(cfg).to_json(), encoding="utf-8")
+        for r in range(cfg.rounds):
+            order = list(sides)
+            rng.shuffle(order)
+            for side in order:
+                tree = trees["candidate" if side == "aa" else side]
+                out = Path(tmp) / f"{side}{r}.json"
+                rc, tail = run_worker("gate", cfg_path, out, r, lambda _f, _l: None, cwd=tree)
+                if rc != 0 or not out.exists():
+                    last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
+                    raise DataError(f"{side} tree could not run the gate worker: {last}")
+                data = read_json(out)
+                if data.get("failures"):
+                    raise DataError(f"{side}: {'; '.join(data['failures'].values())}")
+                for name, b in data["benchmarks"].items():
+                    values[side].setdefault(name, []).extend(b["values"])
+                progress(f"[gate] round {r + 1}/{cfg.rounds}: {side} measured")
+    return values

@@ -1,0 +1,62 @@
+"""The terminal table at the end of a run: medians, IQR, ratio vs baseline with 95% CI, verdict,
+then each suite's own lines (its spec's `terminal_extra`). Reads the run folder like the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.report.load import RunData, SuiteData, load_run
+from bench.report.text import fmt_value
+from bench.stats.derive import Summary
+
+
+def ratio_text(s: Summary) -> str:
+    if s.ratio is None:
+        return ""
+    return f"{s.ratio:.3f} [{s.ratio_low:.3f}, {s.ratio_high:.3f}]"
+
+
+def summary_lines(rows: list[Summary], baseline: str) -> list[str]:
+    header = f"{'benchmark':<52} {'median':>12} {'IQR':>10}  {'ratio [95% CI]':<24} verdict"
+    lines = [header, "-" * len(header)]
+    for s in rows:
+        mark = "*" if s.verdict in ("faster", "slower") else " "
+        noisy = "~" if s.noisy else " "
+        word = s.verdict or ("baseline" if s.strategy == baseline else "")
+        lines.append(
+            f"{s.name:<52} {fmt_value(s.median, s.unit):>12} {fmt_value(s.q3 - s.q1, s.unit):>10}"
+            f"{noisy} {ratio_text(s):<24} {mark}{word}"
+        )
+    return lines
+
+
+def suite_lines(data: SuiteData, baseline: str) -> list[str]:
+    lines = [f"\n== {data.name} (ratios vs {baseline}; * = significant, ~ = noisy)"]
+    rows = data.summaries if data.spec is None else data.spec.terminal_rows(data.summaries)
+    lines += summary_lines(rows, baseline)
+    if data.spec is not None:
+        lines += data.spec.terminal_extra(data)
+    for strategy, err in data.failures.items():
+        lines.append(f"   FAILED {strategy}: {err}")
+    for err in data.worker_errors:
+        lines.append(f"   WORKER ERROR: {err}")
+    return lines
+
+
+def render_run(run: RunData) -> str:
+    lines: list[str] = []
+    for data in run.suites.values():
+        if data.name not in run.manifest["suites"]:
+            continue
+        if not data.has_data:
+            lines.append(f"\n== {data.name}: {data.status}")
+            continue
+        lines += suite_lines(data, run.baseline)
+    lines.append(f"\nrun folder: {run.path}")
+    missing = run.manifest.get("missing")
+    lines.append(f"status: {run.status}" + (f" (missing: {', '.join(missing)})" if missing else ""))
+    return "\n".join(lines)
+
+
+def render_table(run_dir: Path) -> str:
+    return render_run(load_run(run_dir))

@@ -1,0 +1,221 @@
+"""The run folder's format: its schema, its files, and the typed extras shared by writer and readers.
+
+    manifest.json         metadata, parameters, strategies and the status of every suite
+    <suite>.json          a pyperf BenchmarkSuite: every measured value (bench.pyperf_io)
+    <suite>.extra.json    ExtraFile: what pyperf cannot hold, RAW (per-step latencies, GC
+                          counters, memory figures), merged over worker processes
+
+Nothing derived is stored: summaries, ratios, percentiles, fits and CIs are computed when a run
+folder is read (bench.stats), so re-rendering an old run applies the current analysis. The
+worker, the runner and the report all use the dataclasses below; `from_json` checks every field
+and names the file and the field that is wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench.errors import DataError
+
+SCHEMA = "reqstate-bench/2"
+# Older schemas this version refuses, and the last commit of this project that reads each.
+OLDER_SCHEMAS = {"reqstate-bench/1": "9880f18"}
+MANIFEST = "manifest.json"
+
+
+def pyperf_file(suite: str) -> str:
+    return f"{suite}.json"
+
+
+def extra_file(suite: str) -> str:
+    return f"{suite}.extra.json"
+
+
+def check_schema(schema: object, path: Path) -> None:
+    """One line naming the version when a file was written by another schema."""
+    if schema == SCHEMA:
+        return
+    if schema in OLDER_SCHEMAS:
+        raise DataError(
+            f"{path}: written by an older reqstate-bench (schema {schema!r}); this version "
+            f"reads {SCHEMA!r}: re-run it, or render it with a checkout of commit "
+            f"{OLDER_SCHEMAS[str(schema)]}"
+        )
+    raise DataError(f"{path}: incompatible schema {schema!r} (this version reads {SCHEMA!r})")
+
+
+# -- the extras -------------------------------------------------------------------------------
+
+
+@dataclass
+class StepSeries:
+    """Per scheduler step of one benchmark, in measurement order (warm-up steps excluded)."""
+
+    host_ns: list[int] = field(default_factory=list)
+    device_ns: list[int] = field(default_factory=list)  # 0 on the CPU (device work is host time)
+    gc: list[int] = field(default_factory=list)  # collections that ran during the step
+
+    def extend(self, other: StepSeries) -> None:
+        self.host_ns.extend(other.host_ns)
+        self.device_ns.extend(other.device_ns)
+        self.gc.extend(other.gc)
+
+    def check(self) -> str | None:
+        if not len(self.host_ns) == len(self.device_ns) == len(self.gc):
+            return "host_ns, device_ns and gc differ in length"
+        return None
+
+
+@dataclass
+class GcCounts:
+    """gc.callbacks totals over the measured steps of one benchmark (all its processes)."""
+
+    collections: list[int] = field(default_factory=lambda: [0, 0, 0])  # per generation
+    pause_ns: list[int] = field(default_factory=lambda: [0, 0, 0])
+    max_pause_ns: int = 0
+    steps: int = 0
+    tracked_objects_at_start: list[int] = field(default_factory=list)  # one per process
+
+    def add(self, other: GcCounts) -> None:
+        self.collections = [a + b for a, b in zip(self.collections, other.collections, strict=True)]
+        self.pause_ns = [a + b for a, b in zip(self.pause_ns, other.pause_ns, strict=True)]
+        self.max_pause_ns = max(self.max_pause_ns, other.max_pause_ns)
+        self.steps += other.steps
+        self.tracked_objects_at_start.extend(other.tracked_objects_at_start)
+
+    def check(self) -> str | None:
+        if len(self.collections) != 3 or len(self.pause_ns) != 3:
+            return "collections and pause_ns need one entry per generation (3)"
+        return None
+
+
+@dataclass
+class MemoryFigures:
+    """Bytes and GC-tracked objects one request keeps alive (its state included), and those of
+    a bare request (no strategy) measured in the same process, which the state is net of."""
+
+    request_bytes: float
+    request_tracked_objects: float
+    bare_request_bytes: float
+    bare_request_tracked_objects: float
+
+    @property
+    def state_bytes(self) -> float:
+        return self.request_bytes - self.bare_request_bytes
+
+    @property
+    def state_tracked_objects(self) -> float:
+        return self.request_tracked_objects - self.bare_request_tracked_objects
+
+
+@dataclass
+class SuiteExtras:
+    """A suite's raw data besides pyperf values; every mapping is keyed by benchmark name,
+    except `memory` (by strategy)."""
+
+    steps: dict[str, StepSeries] = field(default_factory=dict)
+    gc: dict[str, GcCounts] = field(default_factory=dict)
+    memory: dict[str, MemoryFigures] = field(default_factory=dict)
+
+    def merge(self, other: SuiteExtras) -> None:
+        """Fold another worker process's extras into these."""
+        for name, series in other.steps.items():
+            self.steps.setdefault(name, StepSeries()).extend(series)
+        for name, counts in other.gc.items():
+            self.gc.setdefault(name, GcCounts()).add(counts)
+        self.memory.update(other.memory)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class ExtraFile:
+    """`<suite>.extra.json`."""
+
+    schema: str
+    suite: str
+    extras: SuiteExtras
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def decode(cls: type[T], raw: object, path: Path, where: str = "") -> T:
+    """Build a dataclass of this module from parsed JSON, checking every field's type.
+    Raises DataError naming the file and the field."""
+    return typing.cast(T, _decode(cls, raw, path, where or cls.__name__))
+
+
+def _fail(path: Path, where: str, problem: str) -> DataError:
+    return DataError(f"{path}: {where} {problem}")
+
+
+def _decode(tp: Any, raw: object, path: Path, where: str) -> object:
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        args = typing.get_args(tp)
+        if raw is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _decode(inner, raw, path, where)
+    if origin is list:
+        if not isinstance(raw, list):
+            raise _fail(path, where, f"should be a list, got {type(raw).__name__}")
+        (item,) = typing.get_args(tp)
+        return [_decode(item, v, path, f"{where}[{i}]") for i, v in enumerate(raw)]
+    if origin is dict:
+        if not isinstance(raw, dict):
+            raise _fail(path, where, f"should be an object, got {type(raw).__name__}")
+        _key, value = typing.get_args(tp)
+        return {str(k): _decode(value, v, path, f"{where}.{k}") for k, v in raw.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(raw, dict):
+            raise _fail(path, where, f"should be an object, got {type(raw).__name__}")
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in dataclasses.fields(tp)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise _fail(path, where, f"has unknown key {unknown[0]!r}")
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in raw:
+                kwargs[f.name] = _decode(hints[f.name], raw[f.name], path, f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise _fail(path, where, f"has no {f.name!r}")
+        obj = tp(**kwargs)
+        problem = obj.check() if hasattr(obj, "check") else None
+        if problem:
+            raise _fail(path, where, problem)
+        return obj
+    if tp is float:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise _fail(path, where, f"should be a number, got {type(raw).__name__}")
+        return float(raw)
+    if tp is int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise _fail(path, where, f"should be an integer, got {type(raw).__name__}")
+        return raw
+    if tp in (str, bool):
+        if not isinstance(raw, tp):
+            raise _fail(path, where, f"should be {tp.__name__}, got {type(raw).__name__}")
+        return raw
+    raise TypeError(f"decode: unsupported type {tp!r} at {where}")  # a bug here, not bad data
+
+
+def read_extra_file(raw: object, suite: str, path: Path) -> SuiteExtras:
+    if isinstance(raw, dict) and "schema" in raw:
+        check_schema(raw["schema"], path)
+    if not isinstance(raw, dict) or "extras" not in raw:
+        raise DataError(f"{path}: not a reqstate-bench results file (no 'extras')")
+    data = decode(ExtraFile, raw, path, "extra file")
+    if data.suite != suite:
+        raise DataError(f"{path}: holds suite {data.suite!r}, the manifest expects {suite!r}")
+    return data.extras

@@ -1,0 +1,46 @@
+"""Every statistic the harness reports, in one place.
+
+robust.py   medians, quantiles, IQR, bootstrap CIs, Mann-Whitney U, Wilcoxon, fits (primitives)
+derive.py   summaries and ratios against the baseline, step percentiles, GC rates, parameter
+            ratios, scaling fits: computed when a run folder is read, never stored
+"""
+
+from __future__ import annotations
+
+from bench.stats.robust import (
+    ALPHA,
+    BOOTSTRAP_RESAMPLES,
+    NOISY_IQR_FRACTION,
+    Comparison,
+    bootstrap_median_ci,
+    bootstrap_ratio_ci,
+    compare,
+    iqr,
+    is_noisy,
+    linear_fit,
+    loglog_slope,
+    mann_whitney_p,
+    median,
+    quantile,
+    quantile_ratio_ci,
+    wilcoxon_signed_rank_p,
+)
+
+__all__ = [
+    "ALPHA",
+    "BOOTSTRAP_RESAMPLES",
+    "NOISY_IQR_FRACTION",
+    "Comparison",
+    "bootstrap_median_ci",
+    "bootstrap_ratio_ci",
+    "compare",
+    "iqr",
+    "is_noisy",
+    "linear_fit",
+    "loglog_slope",
+    "mann_whitney_p",
+    "median",
+    "quantile",
+    "quantile_ratio_ci",
+    "wilcoxon_signed_rank_p",
+]

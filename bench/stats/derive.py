@@ -1,0 +1,242 @@
+"""From raw measurements to what people read: per-benchmark summaries and ratios against the
+baseline strategy, step percentiles, GC rates, ratios between two values of a parameter, and
+scaling fits. Computed when a run folder is read, never stored."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bench.names import BenchName
+from bench.runformat import GcCounts, StepSeries
+from bench.stats import robust
+
+# A step slower than this multiple of the median step counts as a spike.
+SPIKE_FACTOR = 3.0
+# Log-log slope of marginal cost per live request above which it "grows" with the population:
+# 0.15 means +23% per 4x more requests, well above what two noisy medians produce.
+GROWTH_SLOPE = 0.15
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One benchmark: its values summarised, and its comparison with the baseline strategy."""
+
+    bench: BenchName
+    unit: str
+    n: int
+    median: float
+    q1: float
+    q3: float
+    ci_low: float
+    ci_high: float
+    noisy: bool
+    ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    p_value: float | None = None
+    verdict: str | None = None  # faster / slower / same, vs the baseline strategy
+
+    @property
+    def name(self) -> str:
+        return str(self.bench)
+
+    @property
+    def kind(self) -> str:
+        return self.bench.kind
+
+    @property
+    def strategy(self) -> str:
+        return self.bench.strategy
+
+    @property
+    def condition(self) -> str:
+        return self.bench.condition
+
+
+def summarize(
+    values: Mapping[str, Sequence[float]],
+    units: Mapping[str, str],
+    *,
+    baseline: str,
+    paired: bool = True,
+) -> list[Summary]:
+    """paired: values were taken in interleaved rounds, value i of every benchmark in the same
+    round (the runner's layout); comparisons then pair them (see robust.compare)."""
+    out = []
+    for text in sorted(values):
+        vals = list(values[text])
+        if not vals:
+            continue
+        bench = BenchName.parse(text)
+        lo, hi = robust.bootstrap_median_ci(vals) if len(vals) > 1 else (vals[0], vals[0])
+        cmp = None
+        base = values.get(str(bench.with_strategy(baseline)))
+        if bench.strategy != baseline and base is not None and len(vals) > 1 and len(base) > 1:
+            cmp = robust.compare(vals, list(base), paired=paired)
+        out.append(
+            Summary(
+                bench=bench,
+                unit=units.get(text, "second"),
+                n=len(vals),
+                median=robust.median(vals),
+                q1=robust.quantile(vals, 0.25),
+                q3=robust.quantile(vals, 0.75),
+                ci_low=lo,
+                ci_high=hi,
+                noisy=robust.is_noisy(vals),
+                ratio=None if cmp is None else cmp.ratio,
+                ratio_low=None if cmp is None else cmp.ci_low,
+                ratio_high=None if cmp is None else cmp.ci_high,
+                p_value=None if cmp is None else cmp.p_value,
+                verdict=None if cmp is None else cmp.verdict,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class StepPercentiles:
+    steps: int
+    p50_ns: float
+    p99_ns: float
+    p999_ns: float
+    max_ns: float
+    mean_ns: float
+    steps_per_s: float
+    spikes: int  # steps slower than SPIKE_FACTOR x the median
+    spikes_with_gc: int  # ... during which a collection ran
+    steps_with_gc: int
+    device_p50_ns: float | None  # None where the device is the CPU
+
+    @property
+    def spikes_without_gc(self) -> int:
+        return self.spikes - self.spikes_with_gc
+
+
+def step_percentiles(series: StepSeries) -> StepPercentiles | None:
+    """p50/p99/p99.9/max of per-step latency, steps per second, spikes split by GC."""
+    host, flags = series.host_ns, series.gc
+    if not host:
+        return None
+    med = robust.median(host)
+    spikes = [i for i, v in enumerate(host) if v > SPIKE_FACTOR * med]
+    return StepPercentiles(
+        steps=len(host),
+        p50_ns=med,
+        p99_ns=robust.quantile(host, 0.99),
+        p999_ns=robust.quantile(host, 0.999),
+        max_ns=max(host),
+        mean_ns=sum(host) / len(host),
+        steps_per_s=1e9 * len(host) / sum(host) if sum(host) else 0.0,
+        spikes=len(spikes),
+        spikes_with_gc=sum(1 for i in spikes if flags[i]),
+        steps_with_gc=sum(1 for g in flags if g),
+        device_p50_ns=robust.median(series.device_ns) if any(series.device_ns) else None,
+    )
+
+
+def param_ratios(
+    values: Mapping[str, Sequence[float]], *, kind: str, key: str, num: str, den: str
+) -> dict[str, robust.Comparison]:
+    """Per strategy: benchmark with key=num against the same benchmark with key=den (paired),
+    e.g. step per_field / cached. Keyed by the numerator's name without the key."""
+    out: dict[str, robust.Comparison] = {}
+    for text, vals in values.items():
+        bench = BenchName.parse(text)
+        if bench.kind != kind or bench.get(key) != num:
+            continue
+        other = values.get(str(bench.with_params(**{key: den})))
+        if other is not None and len(vals) > 1 and len(other) > 1:
+            label = str(bench.without(key))
+            out[label] = robust.compare(list(vals), list(other), paired=True)
+    return out
+
+
+@dataclass(frozen=True)
+class ScalingFit:
+    """How step time grows with a size parameter (live requests), per strategy."""
+
+    sizes: list[int]
+    step_s: list[float]
+    per_request_s: list[float]
+    marginal_ns_per_request: float | None = None
+    fixed_step_ns: float | None = None
+    interval_marginal_ns: list[float] | None = None
+    marginal_loglog_slope: float | None = None
+    growth: str | None = None  # flat / grows
+
+
+def scaling_fits(
+    values: Mapping[str, Sequence[float]], *, kind: str, key: str
+) -> dict[str, ScalingFit]:
+    """Per strategy: how step time grows with live requests.
+
+    A step has a fixed part and a part proportional to what it walks. The marginal cost between
+    consecutive sizes, (step(n2) - step(n1)) / (n2 - n1), is the cost one more live request adds
+    to a step; its log-log slope against n is ~0 when that cost is constant and clearly positive
+    when it grows with the population (table growth, cache misses, O(n) work per lookup).
+    """
+    by_strategy: dict[str, dict[int, float]] = {}
+    for text, vals in values.items():
+        bench = BenchName.parse(text)
+        if bench.kind != kind or key not in bench or not vals:
+            continue
+        by_strategy.setdefault(bench.strategy, {})[bench.int(key)] = robust.median(vals)
+    fits: dict[str, ScalingFit] = {}
+    for strategy, points in sorted(by_strategy.items()):
+        sizes = sorted(points)
+        steps = [points[n] for n in sizes]
+        per_request = [points[n] / n for n in sizes]
+        if len(sizes) < 2:
+            fits[strategy] = ScalingFit(sizes, steps, per_request)
+            continue
+        slope, intercept = robust.linear_fit(sizes, steps)
+        mids, marginals = [], []
+        for n1, n2 in itertools.pairwise(sizes):
+            m = (points[n2] - points[n1]) / (n2 - n1)
+            if m > 0:
+                mids.append((n1 * n2) ** 0.5)
+                marginals.append(m)
+        loglog = robust.loglog_slope(mids, marginals) if len(marginals) >= 2 else None
+        fits[strategy] = ScalingFit(
+            sizes,
+            steps,
+            per_request,
+            marginal_ns_per_request=slope * 1e9,
+            fixed_step_ns=intercept * 1e9,
+            interval_marginal_ns=[m * 1e9 for m in marginals],
+            marginal_loglog_slope=loglog,
+            growth=None if loglog is None else ("grows" if loglog > GROWTH_SLOPE else "flat"),
+        )
+    return fits
+
+
+@dataclass(frozen=True)
+class GcRates:
+    """Collections per generation and pause time, per 1,000 measured steps."""
+
+    collections_per_kstep: list[float]
+    pause_ms_per_kstep: float
+    max_pause_ms: float
+    steps: int
+
+    @property
+    def collections_total_per_kstep(self) -> float:
+        return sum(self.collections_per_kstep)
+
+
+def gc_rates(counts: Mapping[str, GcCounts]) -> dict[str, GcRates]:
+    out: dict[str, GcRates] = {}
+    for name, c in counts.items():
+        if not c.steps:
+            continue
+        k = 1000 / c.steps
+        out[name] = GcRates(
+            collections_per_kstep=[x * k for x in c.collections],
+            pause_ms_per_kstep=sum(c.pause_ns) * k / 1e6,
+            max_pause_ms=c.max_pause_ns / 1e6,
+            steps=c.steps,
+        )
+    return out

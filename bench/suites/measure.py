@@ -1,0 +1,392 @@
+"""What every suite's worker side shares: the worker context, interleaved rounds with failure
+isolation, step recorders over synthetic schedulers, and lookup populations.
+
+Runs inside a worker process (bench.worker). Importing it is cheap and torch-free, so a suite
+module can be imported by the report; torch comes in when a pool or a clock is built.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bench.config import RunConfig
+from bench.core.scheduler import SchedulerParams, SyntheticScheduler, make_hidden
+from bench.core.workload import make_request_class
+from bench.gcprobe import GcProbe, gc_paused
+from bench.names import BenchName
+from bench.runformat import StepSeries, SuiteExtras
+from bench.timing import StepClock, time_loop_ns
+from strategies import Strategy
+from strategies._contract import FIELD_DEFAULTS
+
+if TYPE_CHECKING:
+    import torch
+
+    from bench.rowpool import PoolShape, RowPool
+
+
+@dataclass
+class SuiteOutput:
+    """One worker's results for one suite (what bench.worker writes as JSON)."""
+
+    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extras: SuiteExtras = field(default_factory=SuiteExtras)
+    failures: dict[str, str] = field(default_factory=dict)  # strategy -> error text
+
+    def add(
+        self,
+        name: BenchName,
+        value: float,
+        *,
+        warmup: bool,
+        loops: int,
+        unit: str,
+        gc_mode: str = "enabled",
+    ) -> None:
+        entry = self.benchmarks.setdefault(
+            str(name),
+            {"values": [], "warmups": [], "loops": loops, "unit": unit, "gc_mode": gc_mode},
+        )
+        entry["warmups" if warmup else "values"].append(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        # "benchmarks" and "failures" are read by gates running this tree as their base: stable.
+        return {
+            "benchmarks": self.benchmarks,
+            "extra": self.extras.to_json(),
+            "failures": self.failures,
+        }
+
+
+@dataclass
+class WorkerContext:
+    config: RunConfig
+    worker_index: int
+    device: torch.device
+    strategies: list[Strategy]
+    rng: random.Random
+
+    def progress(self, fraction: float, label: str) -> None:
+        """A progress line for the parent process (it computes the ETA)."""
+        print(f"@progress {fraction:.4f} {label}", file=sys.stderr, flush=True)
+
+    def pool_shape(self) -> PoolShape:
+        from bench.rowpool import check_fits, default_shape
+
+        cfg = self.config
+        shape = default_shape(
+            self.device, chunked_prefill_size=cfg.chunked_prefill_size, pool_rows=cfg.pool_rows
+        )
+        check_fits(shape, self.device)
+        return shape
+
+    def make_pool(self) -> RowPool:
+        from bench.rowpool import RowPool
+
+        return RowPool(self.pool_shape(), self.device)
+
+    def scheduler_params(
+        self, *, pattern: str, live_requests: int | None = None
+    ) -> SchedulerParams:
+        cfg = self.config
+        return SchedulerParams(
+            live_requests=live_requests or cfg.live_requests,
+            chunked_prefill_size=cfg.chunked_prefill_size,
+            pd_fraction=cfg.pd_fraction,
+            streaming=cfg.streaming,
+            pattern=pattern,
+            seed=cfg.seed,
+        )
+
+
+def failure_text(exc: BaseException) -> str:
+    """One line for the report, the innermost frame for the curious."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+@dataclass
+class Subject:
+    """One interleaved unit: a benchmark, its strategy, and how to take one value.
+    `measure(warmup)` returns seconds per loop; warm-up values are recorded as pyperf warm-ups."""
+
+    name: BenchName
+    measure: Callable[[bool], float]
+    loops: int = 1
+    unit: str = "second"
+
+    @property
+    def strategy(self) -> str:
+        return self.name.strategy
+
+
+def interleave(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    subjects: list[Subject],
+    *,
+    label: str,
+    progress_base: float = 0.0,
+    progress_span: float = 1.0,
+) -> None:
+    """Round-robin: every round takes one value of every subject, in a fresh shuffled order,
+    so drift on a shared machine hits all strategies alike. A subject whose strategy raises is
+    dropped, with the error recorded; the others go on."""
+    cfg = ctx.config
+    rounds = cfg.warmup_values + cfg.values
+    for r in range(rounds):
+        warmup = r < cfg.warmup_values
+        order = [s for s in subjects if s.strategy not in out.failures]
+        ctx.rng.shuffle(order)
+        for subject in order:
+            if subject.strategy in out.failures:
+                continue
+            try:
+                value = subject.measure(warmup)
+            except Exception as exc:
+                out.failures[subject.strategy] = f"{subject.name}: {failure_text(exc)}"
+                continue
+            out.add(subject.name, value, warmup=warmup, loops=subject.loops, unit=subject.unit)
+        ctx.progress(
+            progress_base + progress_span * (r + 1) / rounds, f"{label} round {r + 1}/{rounds}"
+        )
+
+
+# -- scheduler steps --------------------------------------------------------------------------
+
+
+class StepRecorder:
+    """Runs k steps of one scheduler, timing each; keeps the per-step data of measured values
+    (warm-up values are timed but not kept) when keep_steps is set."""
+
+    def __init__(
+        self, scheduler: SyntheticScheduler, clock: StepClock, probe: GcProbe, *, keep_steps: bool
+    ) -> None:
+        self.scheduler = scheduler
+        self.clock = clock
+        self.probe = probe
+        self.keep_steps = keep_steps
+        self.kept = StepSeries()
+
+    def measure(self, k: int, *, warmup: bool) -> float:
+        sched, clock, probe = self.scheduler, self.clock, self.probe
+        host, device, gcs = [], [], []
+        for _ in range(k):
+            before = probe.total_collections
+            clock.start()
+            sched.step()
+            h, d = clock.stop()
+            host.append(h)
+            device.append(d)
+            gcs.append(probe.total_collections - before)
+        if self.keep_steps and not warmup:
+            self.kept.extend(StepSeries(host, device, gcs))
+        return sum(host) / k / 1e9
+
+
+def build_recorders(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    *,
+    kind: str,
+    patterns: tuple[str, ...],
+    live_requests: int,
+    probe: GcProbe,
+    keep_steps: bool,
+    name_params: Callable[[str], dict[str, object]] = lambda pattern: {"pattern": pattern},
+) -> dict[BenchName, StepRecorder]:
+    """One scheduler per strategy x pattern, all sharing one pool tensor and hidden buffer.
+    `name_params(pattern)` gives the benchmark name's parameters."""
+    pool = ctx.make_pool()
+    clock = StepClock(ctx.device)
+    recorders: dict[BenchName, StepRecorder] = {}
+    hidden = None
+    for s in ctx.strategies:
+        if s.name in out.failures:
+            continue
+        for pattern in patterns:
+            params = ctx.scheduler_params(pattern=pattern, live_requests=live_requests)
+            if hidden is None:
+                hidden = make_hidden(params, pool)
+            name = BenchName.of(kind, s.name, **name_params(pattern))
+            try:
+                with gc_paused():
+                    sched = SyntheticScheduler(s, params, pool, hidden=hidden)
+            except Exception as exc:
+                out.failures[s.name] = f"{name} setup: {failure_text(exc)}"
+                break
+            recorders[name] = StepRecorder(sched, clock, probe, keep_steps=keep_steps)
+    return recorders
+
+
+def step_subjects(recorders: dict[BenchName, StepRecorder], steps: int) -> list[Subject]:
+    return [
+        Subject(
+            name=name,
+            measure=lambda warmup, rec=rec: rec.measure(steps, warmup=warmup),  # type: ignore[misc]
+            loops=steps,
+        )
+        for name, rec in recorders.items()
+    ]
+
+
+def close_all(recorders: dict[BenchName, StepRecorder]) -> None:
+    for rec in recorders.values():
+        rec.scheduler.close()
+
+
+def measure_schedulers(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    *,
+    kind: str,
+    patterns: tuple[str, ...],
+    live_requests: int,
+    steps_per_value: int,
+    keep_steps: bool,
+    label: str,
+    progress: tuple[float, float] = (0.0, 1.0),
+    name_params: Callable[[str], dict[str, object]] = lambda pattern: {"pattern": pattern},
+) -> dict[BenchName, StepRecorder]:
+    """One scheduler per strategy x pattern, stepped in interleaved rounds of
+    `steps_per_value` steps, then closed; returns the recorders (their kept per-step data).
+    `progress` is (base, span) of this work within the worker's progress."""
+    with GcProbe() as probe:
+        recorders = build_recorders(
+            ctx,
+            out,
+            kind=kind,
+            patterns=patterns,
+            live_requests=live_requests,
+            probe=probe,
+            keep_steps=keep_steps,
+            name_params=name_params,
+        )
+        interleave(
+            ctx,
+            out,
+            step_subjects(recorders, steps_per_value),
+            label=label,
+            progress_base=progress[0],
+            progress_span=progress[1],
+        )
+    close_all(recorders)
+    return recorders
+
+
+# -- lookup populations -----------------------------------------------------------------------
+
+# update writes all ten fields: the defaults, with two scalars changed so writes are real.
+TEN_FIELDS: dict[str, object] = {**FIELD_DEFAULTS, "current_start": 0, "current_row_len": 1}
+
+
+class Population:
+    """`n` live requests of one strategy, each holding its state, plus request factories."""
+
+    def __init__(
+        self, strategy: Strategy, n: int, miss_batch: int, max_pass: int, rng: random.Random
+    ) -> None:
+        self.strategy = strategy
+        self.cls = make_request_class(strategy)
+        self._ids = [1, 2, 3, 4]
+        self._serial = 0
+        self.live = self.fresh(n)
+        for req in self.live:
+            strategy.get(req)
+        self.never_stated = self.fresh(min(n, miss_batch))  # peek_miss: never get() on these
+        self.miss_batch = min(n, miss_batch)
+        # Timed passes visit a seeded random sample of the live requests, in random order:
+        # the table still holds all n (its size is what is being varied), while a pass over
+        # 1e5 requests of a slow strategy does not take seconds.
+        self.sample = rng.sample(self.live, min(n, max_pass))
+
+    def fresh(self, n: int) -> list[Any]:
+        cls, ids, start = self.cls, self._ids, self._serial
+        self._serial += n
+        return [cls(f"lk-{i}", ids, 1) for i in range(start, start + n)]
+
+    def close(self) -> None:
+        for req in self.live:
+            self.strategy.release(req)
+        self.live = []
+        self.sample = []
+        self.never_stated = []
+
+
+def _passes(run_pass: Callable[[], None], min_ns: int) -> int:
+    """How many passes make one value last at least min_ns (pyperf-style loop calibration)."""
+    t = time_loop_ns(lambda _n: run_pass(), 1)
+    return max(1, -(-min_ns // max(t, 1)))
+
+
+def _timed_passes(run_pass: Callable[[], None], passes: int) -> int:
+    def loop(n: int) -> None:
+        for _ in range(n):
+            run_pass()
+
+    return time_loop_ns(loop, passes)
+
+
+def lookup_subject(pop: Population, op: str, name: BenchName, min_value_ns: int) -> Subject:
+    """One lookup operation over a population: seconds per operation.
+
+    get_miss times `get` over a batch of requests built just before, and releases them just
+    after, untimed; the other ops time calibrated passes over the population's sample."""
+    s = pop.strategy
+    get, peek, update, reset = s.get, s.peek, s.update, s.reset
+
+    if op == "get_miss":
+
+        def measure_miss(_warmup: bool) -> float:
+            batch = pop.fresh(pop.miss_batch)
+
+            def one_pass() -> None:
+                for r in batch:
+                    get(r)
+
+            ns = _timed_passes(one_pass, 1)
+            for r in batch:
+                s.release(r)
+            return ns / len(batch) / 1e9
+
+        return Subject(name=name, measure=measure_miss, loops=pop.miss_batch)
+
+    targets = pop.never_stated if op == "peek_miss" else pop.sample
+
+    def pass_get() -> None:
+        for r in targets:
+            get(r)
+
+    def pass_peek() -> None:
+        for r in targets:
+            peek(r)
+
+    def pass_update() -> None:
+        fields = TEN_FIELDS
+        for r in targets:
+            update(r, **fields)
+
+    def pass_reset() -> None:
+        for r in targets:
+            reset(r)
+
+    run_pass = {
+        "get_hit": pass_get,
+        "peek_hit": pass_peek,
+        "peek_miss": pass_peek,
+        "update": pass_update,
+        "reset": pass_reset,
+    }[op]
+    passes = _passes(run_pass, min_value_ns)
+    ops_per_value = passes * len(targets)
+
+    def measure(_warmup: bool) -> float:
+        return _timed_passes(run_pass, passes) / ops_per_value / 1e9
+
+    return Subject(name=name, measure=measure, loops=ops_per_value)
