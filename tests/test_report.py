@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench import suites
 from bench.errors import DataError
 from bench.report import write_compare, write_report
 from bench.report.load import load_run
@@ -19,15 +20,10 @@ from bench.report.text import clean, esc_md, md_code_block
 from bench.report.verdict import compute
 from conftest import STRATEGY_NAMES
 
-SUITE_IDS = ("lookup", "step", "gc", "scaling")
+SUITE_IDS = suites.public_names()
 SECTION_IDS = ("env", "verdict", *SUITE_IDS, "strategies", "profile", "reproduce")
-PLOTS = (
-    "lookup_ns_per_op",
-    "step_latency_cdf",
-    "scaling",
-    "gc_collections_pause",
-    "memory_per_request",
-)
+# Every figure the suites declare (the tiny run has data for all of them).
+PLOTS = tuple(f.name for spec in suites.specs() if spec.public for f in spec.figures)
 HOSTILE_RAW = "<script>alert(1)</script>"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 
