@@ -45,6 +45,7 @@ class Strategy:
     description: str
     thread_safe_create: bool
     holds_state: bool
+    release_keeps_state: bool  # release() removes nothing; collecting the request does
     get: Callable[[Any], Any]
     peek: Callable[[Any], Any]
     update: Callable[..., None]
@@ -89,6 +90,9 @@ def validate(module: ModuleType, *, external: bool = False) -> Strategy:
     holds_state = getattr(module, "HOLDS_STATE", True)
     if not isinstance(holds_state, bool):
         raise StrategyError(f"{where}: HOLDS_STATE must be True or False")
+    keeps = getattr(module, "RELEASE_KEEPS_STATE", False)
+    if not isinstance(keeps, bool):
+        raise StrategyError(f"{where}: RELEASE_KEEPS_STATE must be True or False")
     shaping: dict[str, Mapping[str, object]] = {}
     for attr in OPTIONAL_MAPPINGS:
         value = getattr(module, attr, _EMPTY)
@@ -106,6 +110,7 @@ def validate(module: ModuleType, *, external: bool = False) -> Strategy:
         description=description.strip(),
         thread_safe_create=module.THREAD_SAFE_CREATE,
         holds_state=holds_state,
+        release_keeps_state=keeps,
         get=module.get,
         peek=module.peek,
         update=module.update,

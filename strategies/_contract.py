@@ -13,7 +13,8 @@ of storage, not of behaviour:
     update(req, **fields) -> None  get-or-create, then set the named fields
     reset(req) -> None             get-or-create, then put every field back to its default
     release(req) -> None           end of the request's life: nothing of its state stays
-                                   reachable from the strategy afterwards
+                                   reachable from the strategy afterwards (or, with
+                                   RELEASE_KEEPS_STATE, once the request is collected)
     live_states() -> int           states the strategy's own tables hold (0 for strategies
                                    that keep state on the request itself)
 
@@ -22,6 +23,9 @@ Optional, to shape the request class so construction cost and per-request memory
     REQUEST_INIT_FIELDS: Mapping[str, object]   attributes set in every request's __init__
     REQUEST_CLASS_FIELDS: Mapping[str, object]  class-level attributes (declared defaults)
     HOLDS_STATE: bool = True        False only for `control`, which stores nothing
+    RELEASE_KEEPS_STATE: bool = False  True when release() removes nothing and the state goes
+                                    only when the request object is collected (the PR as
+                                    written, `pr652`); conformance then checks collection
 """
 
 from __future__ import annotations

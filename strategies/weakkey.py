@@ -1,4 +1,5 @@
-"""The PR: one state object per request in a module-level weakref.WeakKeyDictionary.
+"""The PR cleaned up: the same WeakKeyDictionary as `pr652` (the PR as written), with the
+removal and single-lookup reset a reviewer would ask for.
 
 Each entry costs a weak reference with a removal callback; a miss creates the state. The
 get-or-create is two dictionary operations, so two threads racing on a miss can each create a
@@ -13,7 +14,7 @@ from typing import Any
 from strategies._contract import PDHiddenReqState, set_fields
 
 NAME = "weakkey"
-DESCRIPTION = "the PR: PDHiddenReqState per request in a module-level WeakKeyDictionary"
+DESCRIPTION = "the PR cleaned up: WeakKeyDictionary with explicit removal and a one-lookup reset"
 THREAD_SAFE_CREATE = False  # check-then-store is not atomic
 
 _states: weakref.WeakKeyDictionary[Any, PDHiddenReqState] = weakref.WeakKeyDictionary()

@@ -6,6 +6,7 @@ import copy
 import gc
 import sys
 import threading
+import weakref
 
 import pytest
 
@@ -123,8 +124,14 @@ def test_release_leaves_nothing_reachable(subject: Strategy) -> None:
     payload = Liveness(subject.get(req).src_indices)
     state = Liveness(subject.get(req))
     subject.release(req)
-    assert subject.live_states() == 0
-    if not subject.request_init_fields:  # a separate state object: gone while req lives
+    if subject.release_keeps_state:
+        # the PR as written: release removes nothing; collecting the request does (below)
+        assert subject.live_states() == 1
+        assert subject.peek(req) is not None
+        assert state.alive()
+    else:
+        assert subject.live_states() == 0
+    if not subject.request_init_fields and not subject.release_keeps_state:
         assert subject.peek(req) is None
         assert not state.alive()
         assert not payload.alive()
@@ -133,6 +140,25 @@ def test_release_leaves_nothing_reachable(subject: Strategy) -> None:
     assert not state.alive()
     assert not payload.alive()
     assert subject.live_states() == 0
+
+
+def test_pr_as_written_states_vanish_with_their_requests() -> None:
+    """pr652 never removes an entry: its states go only when their requests are collected."""
+    from strategies import load_builtin
+
+    pr = load_builtin("pr652")
+    assert pr.release_keeps_state
+    reqs = [new_request(pr, f"pr{i}") for i in range(50)]
+    states = [weakref.ref(pr.get(r)) for r in reqs]
+    for r in reqs:
+        pr.release(r)
+    gc.collect()
+    assert pr.live_states() == 50
+    assert all(s() is not None for s in states)
+    del reqs, r
+    gc.collect()
+    assert pr.live_states() == 0
+    assert not any(s() is not None for s in states)
 
 
 def test_dropped_request_is_collected_after_release(subject: Strategy) -> None:
@@ -200,8 +226,11 @@ def test_racing_get_keeps_updates_when_declared_safe(subject: Strategy) -> None:
                 assert got >= 1
                 lost += got < 2
             subject.release(req)
+        # the last request, held by the threads' targets: pr652 keeps states until collection
+        del req, state, threads, writer
     finally:
         sys.setswitchinterval(old)
+    gc.collect()
     assert subject.live_states() == 0
 
 
