@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.config import RunConfig
-from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
+from bench.core import scenarios
 from bench.errors import EXIT_FAILED, EXIT_USAGE, DataError, UsageError, one_line
 from bench.runformat import MANIFEST
 from bench.storage import DEFAULT_REPORTS_DIR
@@ -58,6 +58,21 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from bench.core import scenario_docs
+
+    try:
+        if args.markdown:
+            print(scenario_docs.markdown(), end="")
+        elif args.explain:
+            print(scenario_docs.explain(scenarios.get(args.explain)))
+        else:
+            print(scenario_docs.listing())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -97,33 +112,49 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         changes["suites"] = tuple(dict.fromkeys(x for group in args.suite for x in group))
     if names is not None:
         changes["strategies"] = names
-    for attr in (
-        "baseline",
-        "seed",
-        "workers",
-        "values",
-        "pd_fraction",
-        "pool_rows",
-        "chunked_prefill_size",
-        "background_objects",
-    ):
+    for attr in ("baseline", "seed", "workers", "values", "background_objects"):
         value = getattr(args, attr)
         if value is not None:
             changes[attr] = value
     if args.values is not None:
         changes["step_values"] = args.values  # one knob for every suite's repetitions
-    if args.requests is not None:
-        changes["live_requests"] = args.requests
-    if args.streaming:
-        changes["streaming"] = True
     if args.pattern:
         changes["patterns"] = args.pattern
-    config = replace(config, **changes)  # type: ignore[arg-type]
     try:
+        if args.scenario:
+            changes["scenarios"] = tuple(dict.fromkeys(x for group in args.scenario for x in group))
+            for name in changes["scenarios"]:  # type: ignore[attr-defined]
+                scenarios.get(name)
+        if args.set:
+            changes["scenario_overrides"] = {
+                **config.scenario_overrides,
+                **scenarios.parse_set(args.set),
+            }
+        if args.sweep:
+            changes["sweep_key"], changes["sweep_values"] = scenarios.parse_sweep(args.sweep)
+        config = replace(config, **changes)  # type: ignore[arg-type]
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return config
+
+
+# Options of earlier versions whose knobs are scenario parameters now.
+_MOVED_OPTIONS = {
+    "requests": "live requests are no longer held: queues emerge from a scenario's arrivals and residence times (--scenario, --set)",
+    "pd_fraction": "use --set pd_fraction=X",
+    "streaming": "use --set streaming=true",
+    "pool_rows": "use --set pool_rows=N",
+    "chunked_prefill_size": "use --set chunked_prefill_size=N",
+}
+
+
+def _refuse_moved_options(args: argparse.Namespace) -> None:
+    for attr, hint in _MOVED_OPTIONS.items():
+        if getattr(args, attr, None) not in (None, False):
+            raise UsageError(
+                f"--{attr.replace('_', '-')} is gone: {hint}; see python -m bench scenarios"
+            )
 
 
 def _load_config_file(path: Path, base: RunConfig) -> RunConfig:
@@ -154,10 +185,13 @@ def _check_strategies_and_device(config: RunConfig) -> None:
         )
     try:
         device = resolve_device(config.device)
-        shape = default_shape(
-            device, chunked_prefill_size=config.chunked_prefill_size, pool_rows=config.pool_rows
-        )
-        check_fits(shape, device)
+        for scenario, _extra in [*config.cases(), *config.scaling_cases()]:
+            shape = default_shape(
+                device,
+                chunked_prefill_size=scenario.chunked_prefill_size,
+                pool_rows=scenario.pool_rows,
+            )
+            check_fits(shape, device)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -183,6 +217,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return 0 if manifest["status"] == "complete" else EXIT_FAILED
         print(f"resuming {run_dir}: {', '.join(missing)}", file=sys.stderr)
     else:
+        _refuse_moved_options(args)
         config = _config_from_args(args)
         _check_strategies_and_device(config)
         out_base = Path(args.output_dir)
@@ -314,23 +349,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_run.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
     p_run.add_argument(
-        "--requests",
-        type=_positive_int,
-        help=f"live requests in the scheduler (default {DEFAULT_LIVE_REQUESTS})",
+        "--scenario",
+        action="append",
+        type=_csv,
+        metavar="NAME[,NAME]",
+        help=f"scheduler scenarios (default: {','.join(scenarios.DEFAULT_SET)}; list: python -m bench scenarios)",
     )
     p_run.add_argument(
-        "--pd-fraction", type=_fraction, help="share of requests using PD hidden state"
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a scenario parameter in every selected scenario (repeatable; recorded)",
     )
-    p_run.add_argument("--streaming", action="store_true", help="streaming hidden transfer")
+    p_run.add_argument(
+        "--sweep",
+        metavar="KEY=V1,V2,...",
+        help="measure every scenario at each value of one parameter (e.g. decode_batch=64,256,1024,4096)",
+    )
     p_run.add_argument("--pattern", type=_csv, help="access patterns: per_field,cached")
-    p_run.add_argument("--baseline", help="strategy ratios are taken against (default weakkey)")
+    for moved in _MOVED_OPTIONS:  # refused with a hint (see _refuse_moved_options)
+        flag = "--" + moved.replace("_", "-")
+        if moved == "streaming":
+            p_run.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+        else:
+            p_run.add_argument(flag, help=argparse.SUPPRESS)
+    p_run.add_argument("--baseline", help="strategy ratios are taken against (default pr652)")
     p_run.add_argument("--seed", type=int)
     p_run.add_argument("--workers", type=_positive_int, help="worker processes per suite")
     p_run.add_argument("--values", type=_positive_int, help="measured values per worker")
-    p_run.add_argument(
-        "--pool-rows", type=_positive_int, help="row pool rows (default max(chunk, 16384))"
-    )
-    p_run.add_argument("--chunked-prefill-size", type=_positive_int)
     p_run.add_argument("--background-objects", type=int, help="GC background heap size")
     p_run.add_argument(
         "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go"
@@ -338,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
     p_run.set_defaults(func=_cmd_run)
+
+    p_scen = sub.add_parser("scenarios", help="list the scheduler scenarios, one line each")
+    p_scen.add_argument("--explain", metavar="NAME", help="one scenario's parameters and sources")
+    p_scen.add_argument(
+        "--markdown", action="store_true", help="docs/SCENARIOS.md (every preset, every source)"
+    )
+    p_scen.set_defaults(func=_cmd_scenarios)
 
     p_report = sub.add_parser(
         "report", help="HTML + markdown report of a run folder (or a comparison)"

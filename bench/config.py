@@ -7,9 +7,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
+from bench.core import scenarios
+from bench.core.scenarios import DEFAULT_SET as DEFAULT_SCENARIOS
+from bench.core.scenarios import Scenario
 
-# Upper bound on live requests: beyond ~1M the synthetic requests alone outgrow this machine.
+# Upper bound on live requests in a lookup table: beyond ~1M the synthetic requests alone
+# outgrow this machine.
 MAX_LIVE_REQUESTS = 1 << 20
 
 
@@ -42,7 +45,7 @@ class RunConfig:
     suites: tuple[str, ...] = field(default_factory=_every_public_suite)
     strategies: tuple[str, ...] | None = None  # None: every registered strategy
     external: tuple[str, ...] = ()
-    baseline: str = "weakkey"  # the PR's strategy: ratios are "x times the PR"
+    baseline: str = "pr652"  # the code under review: ratios are "x times the PR as written"
     device: str = "auto"
     seed: int = 0
     # pyperf-style repetition: fresh worker processes, each with warm-up and measured values.
@@ -54,26 +57,30 @@ class RunConfig:
     lookup_min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
     lookup_miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
     lookup_max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
-    # scheduler (step, gc, scaling)
-    live_requests: int = DEFAULT_LIVE_REQUESTS
-    chunked_prefill_size: int = 8192
-    pool_rows: int | None = None  # None: max(chunked_prefill_size, 16384)
-    pd_fraction: float = 0.5
-    streaming: bool = False
+    # scheduler scenarios (step, gc): presets of bench/core/scenarios.py, every parameter
+    # overridable (--set key=value, recorded) and one of them sweepable (--sweep key=v1,v2)
+    scenarios: tuple[str, ...] = DEFAULT_SCENARIOS
+    scenario_overrides: dict[str, Any] = field(default_factory=dict)
+    sweep_key: str | None = None
+    sweep_values: tuple[Any, ...] = ()
     patterns: tuple[str, ...] = ("per_field", "cached")
     steps_per_value: int = 50
-    # The step suite is the headline and the noisiest (memory-bound, 16 schedulers share the
-    # caches): more processes and values than the other suites, for stable paired ratios.
+    # Lookups and states created per iteration are counted over this many untimed iterations.
+    count_steps: int = 100
+    # The step suite is the headline and the noisiest (many schedulers share the caches): more
+    # processes and values than the other suites, for stable paired ratios.
     step_workers: int = 4
     step_values: int = 12
     # gc suite
     gc_modes: tuple[str, ...] = ("enabled", "frozen")
     background_objects: int = 500_000
     gc_steps_per_value: int = 100
-    gc_workers: int = 2
+    gc_workers: int = 1
     memory_sample_requests: int = 2_000
-    # scaling suite
-    scaling_sizes: tuple[int, ...] = (256, 1024, 4096, 16384, 65536)
+    # scaling suite: one scenario's step cost as its size parameter grows
+    scaling_scenario: str = "decode-dspark"
+    scaling_key: str = "decode_batch"
+    scaling_sizes: tuple[int, ...] = (64, 256, 1024, 4096)
     scaling_steps_per_value: int = 10
     scaling_workers: int = 2
     scaling_pattern: str = "per_field"
@@ -91,14 +98,27 @@ class RunConfig:
             lookup_sizes=(1_000,),
             lookup_min_value_ns=2_000_000,
             lookup_miss_batch=500,
-            live_requests=1024,
+            scenarios=("prefill-dspark", "decode-dspark"),
             steps_per_value=20,
+            count_steps=40,
             gc_steps_per_value=40,
             background_objects=200_000,
             memory_sample_requests=500,
-            scaling_sizes=(256, 1024, 4096),
+            scaling_sizes=(64, 256, 1024),
             scaling_steps_per_value=5,
         )
+
+    @property
+    def sweep(self) -> tuple[str, tuple[Any, ...]] | None:
+        return (self.sweep_key, self.sweep_values) if self.sweep_key else None
+
+    def cases(self) -> list[tuple[Scenario, dict[str, str]]]:
+        """Every scheduler case of the step and gc suites: (scenario, extra name params)."""
+        return scenarios.resolve(self.scenarios, self.scenario_overrides, self.sweep)
+
+    def scaling_cases(self) -> list[tuple[Scenario, dict[str, str]]]:
+        sizes = (self.scaling_key, tuple(self.scaling_sizes))
+        return scenarios.resolve((self.scaling_scenario,), self.scenario_overrides, sizes)
 
     def validate(self) -> None:
         """Raise ValueError with a one-line message for any impossible setting."""
@@ -115,22 +135,24 @@ class RunConfig:
             raise ValueError("warmup-values must be >= 0")
         if self.values < 3:
             raise ValueError("values must be at least 3 (medians and CIs need a sample)")
-        sizes = [self.live_requests, *self.lookup_sizes, *self.scaling_sizes]
-        for n in sizes:
-            if not isinstance(n, int) or n <= 0:
-                raise ValueError(f"request counts must be positive integers, got {n}")
-            if n > MAX_LIVE_REQUESTS:
+        for n in self.lookup_sizes:
+            if not isinstance(n, int) or not 16 <= n <= MAX_LIVE_REQUESTS:
                 raise ValueError(
-                    f"{n} live requests is beyond this harness's limit of {MAX_LIVE_REQUESTS}"
+                    f"lookup sizes must be integers in [16, {MAX_LIVE_REQUESTS}], got {n}"
                 )
-        if self.live_requests < 16 or min(self.scaling_sizes) < 16:
-            raise ValueError("the scheduler needs at least 16 live requests")
-        if not 0.0 <= self.pd_fraction <= 1.0:
-            raise ValueError(f"pd-fraction must be within [0, 1], got {self.pd_fraction}")
-        if self.pool_rows is not None and self.pool_rows <= 0:
-            raise ValueError(f"pool-rows must be positive, got {self.pool_rows}")
         if self.background_objects < 0:
             raise ValueError("background-objects must be >= 0")
+        if not self.scenarios:
+            raise ValueError("no scenario selected; see python -m bench scenarios")
+        self.cases()  # unknown scenarios, overrides and sweeps, and impossible combinations
+        if (
+            self.scaling_key not in scenarios.PARAMS
+            or scenarios.PARAMS[self.scaling_key].kind is not int
+        ):
+            raise ValueError(
+                f"scaling key {self.scaling_key!r} is not an integer scenario parameter"
+            )
+        self.scaling_cases()
         from bench.core.callsites import PATTERNS
         from bench.gcprobe import GC_MODES
 

@@ -75,7 +75,7 @@ def check_fits(shape: PoolShape, device: torch.device, *, copies: int = 1) -> No
         raise ValueError(
             f"row pool of {shape.rows} x {shape.width} {shape.dtype} needs {need / 2**30:.1f} GiB "
             f"on {device.type}; only {have / 2**30:.1f} GiB free (limit "
-            f"{MAX_MEMORY_FRACTION:.0%}): lower --pool-rows"
+            f"{MAX_MEMORY_FRACTION:.0%}): lower it with --set pool_rows=N"
         )
 
 

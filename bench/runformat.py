@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bench.core.counting import OpCounts
 from bench.errors import DataError
 
 SCHEMA = "reqstate-bench/2"
@@ -114,21 +115,44 @@ class MemoryFigures:
 
 
 @dataclass
+class QueueSeries:
+    """Queue lengths after every measured iteration of one scheduler case (the same for every
+    strategy: all replay one seeded stream), keyed by queue (bench.core.scheduler.QUEUES)."""
+
+    lengths: dict[str, list[int]] = field(default_factory=dict)
+
+    def extend(self, other: QueueSeries) -> None:
+        for name, values in other.lengths.items():
+            self.lengths.setdefault(name, []).extend(values)
+
+    def check(self) -> str | None:
+        if len({len(v) for v in self.lengths.values()}) > 1:
+            return "queues differ in length"
+        return None
+
+
+@dataclass
 class SuiteExtras:
-    """A suite's raw data besides pyperf values; every mapping is keyed by benchmark name,
-    except `memory` (by strategy)."""
+    """A suite's raw data besides pyperf values; keyed by benchmark name, except `memory` (by
+    strategy) and `queues` (by case: the benchmark name without strategy and pattern)."""
 
     steps: dict[str, StepSeries] = field(default_factory=dict)
     gc: dict[str, GcCounts] = field(default_factory=dict)
     memory: dict[str, MemoryFigures] = field(default_factory=dict)
+    queues: dict[str, QueueSeries] = field(default_factory=dict)
+    counts: dict[str, OpCounts] = field(default_factory=dict)
 
     def merge(self, other: SuiteExtras) -> None:
         """Fold another worker process's extras into these."""
-        for name, series in other.steps.items():
-            self.steps.setdefault(name, StepSeries()).extend(series)
-        for name, counts in other.gc.items():
-            self.gc.setdefault(name, GcCounts()).add(counts)
+        for name, steps in other.steps.items():
+            self.steps.setdefault(name, StepSeries()).extend(steps)
+        for name, gc_counts in other.gc.items():
+            self.gc.setdefault(name, GcCounts()).add(gc_counts)
         self.memory.update(other.memory)
+        for case, queues in other.queues.items():
+            self.queues.setdefault(case, QueueSeries()).extend(queues)
+        for name, op_counts in other.counts.items():
+            self.counts.setdefault(name, OpCounts()).add(op_counts)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -197,6 +197,37 @@ def strategy_metadata(strategies: list[Strategy]) -> dict[str, dict[str, Any]]:
     }
 
 
+def case_metadata(config: RunConfig) -> list[dict[str, Any]]:
+    """Every scheduler case the run measures, as it ran: preset, values, their sources, and
+    what --set / --sweep changed (the report says 'modified preset')."""
+    from bench.core.scenarios import format_value
+
+    out = []
+    seen = set()
+    for scenario, extra in [*config.cases(), *config.scaling_cases()]:
+        key = "/".join([f"scenario={scenario.name}", *(f"{k}={v}" for k, v in extra.items())])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(
+            {
+                "key": key,
+                "scenario": scenario.name,
+                "description": scenario.description,
+                "modified": list(scenario.modified),
+                "values": {
+                    k: v if isinstance(v, (int, float, bool)) else format_value(v)
+                    for k, v in scenario.values().items()
+                },
+                "sources": {
+                    k: ("set on the command line" if k in scenario.modified else src)
+                    for k, src in scenario.sources.items()
+                },
+            }
+        )
+    return out
+
+
 def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
     device = resolve_device(config.device)
     strategies = resolve(config.strategies, external=config.external)
@@ -207,6 +238,7 @@ def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
         "config": config.as_dict(),
         "environment": environment(device),
         "strategies": strategy_metadata(strategies),
+        "cases": case_metadata(config),
         "suites": {s: {"status": "pending"} for s in config.suites},
         "status": "running",
     }

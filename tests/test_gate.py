@@ -72,10 +72,13 @@ def test_instruction_gate_aa_passes_with_identical_counts(repo: Path, tmp_path: 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads(out.read_text())
     (row,) = result["results"]
-    assert row["benchmark"] == "step/weakkey/pattern=per_field"
+    assert row["benchmark"] == "step/weakkey/scenario=prefill-dspark/pattern=per_field"
     assert row["verdict"] == "pass"
     assert abs(row["change_pct"]) < 0.5
-    assert "| `step/weakkey/pattern=per_field` |" in (tmp_path / "aa.md").read_text()
+    assert (
+        "| `step/weakkey/scenario=prefill-dspark/pattern=per_field` |"
+        in (tmp_path / "aa.md").read_text()
+    )
 
 
 @needs_valgrind
@@ -103,7 +106,7 @@ def test_instruction_gate_catches_injected_regression(repo: Path, tmp_path: Path
     finally:
         weakkey.write_text(original)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "step/weakkey/pattern=per_field" in proc.stdout
+    assert "step/weakkey/scenario=prefill-dspark/pattern=per_field" in proc.stdout
     assert "REGRESSION" in proc.stdout
     (row,) = json.loads((tmp_path / "r.json").read_text())["results"]
     assert row["change_pct"] > 1.0
@@ -130,7 +133,7 @@ def test_corrupt_baseline_exits_2(repo: Path, tmp_path: Path, content: str, need
 def test_incompatible_baseline_is_refused(tmp_path: Path) -> None:
     cfg = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=())
     other = GateConfig(
-        strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), live_requests=99
+        strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), scenario="decode-dspark"
     )
     path = tmp_path / "old.json"
     path.write_text(
@@ -138,7 +141,15 @@ def test_incompatible_baseline_is_refused(tmp_path: Path) -> None:
             {
                 "schema": "reqstate-bench-gate/1",
                 "fingerprint": other.fingerprint("wall"),
-                "values": {"candidate": {"step/weakkey/pattern=per_field": [1e-3, 1.1e-3, 1.2e-3]}},
+                "values": {
+                    "candidate": {
+                        "step/weakkey/scenario=prefill-dspark/pattern=per_field": [
+                            1e-3,
+                            1.1e-3,
+                            1.2e-3,
+                        ]
+                    }
+                },
             }
         )
     )
@@ -158,7 +169,7 @@ def test_incompatible_baseline_is_refused(tmp_path: Path) -> None:
 
 
 CFG = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), threshold_pct=5.0)
-NAME = "step/weakkey/pattern=per_field"
+NAME = "step/weakkey/scenario=prefill-dspark/pattern=per_field"
 
 
 def _vals(center: float, spread: float = 0.002, n: int = 48) -> list[float]:
@@ -201,7 +212,7 @@ def test_missing_data_fails_closed() -> None:
 
 def test_gate_config_from_pyproject(tmp_path: Path) -> None:
     cfg = load_gate_config(ROOT / "pyproject.toml")
-    assert "step/weakkey/pattern=per_field" in cfg.benchmarks("wall")
+    assert "step/weakkey/scenario=prefill-dspark/pattern=per_field" in cfg.benchmarks("wall")
     bad = tmp_path / "p.toml"
     bad.write_text("[tool.reqstate-bench.gate]\nthreshhold_pct = 3\n")
     with pytest.raises(UsageError, match=r"unknown .* key 'threshhold_pct'"):

@@ -129,7 +129,7 @@ def _handler_args(tmp_path: Path, *argv: str) -> argparse.Namespace:
         (["--strategy", "nope"], "unknown strategy 'nope'"),
         (["--strategy", "weakkey", "--duration-s", "0"], "duration must be a positive"),
         (["--strategy", "weakkey", "--duration-s", "nan"], "duration must be a positive"),
-        (["--strategy", "weakkey", "--requests", "3"], "live requests must be within"),
+        (["--strategy", "weakkey", "--scenario", "nope"], "unknown scenario 'nope'"),
         (["--strategy", "weakkey", "--pattern", "sometimes"], "unknown access pattern"),
         (["--strategy", "weakkey", "--device", "tpu"], "unknown device 'tpu'"),
     ],
@@ -168,7 +168,7 @@ def test_py_spy_that_cannot_attach(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     )
     monkeypatch.setattr(profile_run, "find_py_spy", lambda: fake)
     with pytest.raises(UsageError, match=r"Error: Permission denied .*hint: .*ptrace"):
-        profile_strategies(["weakkey"], out_dir=tmp_path / "p", live_requests=256)
+        profile_strategies(["weakkey"], out_dir=tmp_path / "p", scenario="prefill-dspark")
 
 
 def test_target_failure_is_reported_per_strategy(
@@ -178,7 +178,7 @@ def test_target_failure_is_reported_per_strategy(
     monkeypatch.setattr(profile_run, "find_py_spy", lambda: fake)
     out = tmp_path / "p"
     with pytest.raises(ProfileError) as info:
-        profile_strategies(["slots", "weakkey"], out_dir=out, live_requests=256)
+        profile_strategies(["slots", "weakkey"], out_dir=out, scenario="prefill-dspark")
     assert info.value.failures == {
         "slots": "RuntimeError: boom (see slots.error.txt)",
         "weakkey": "RuntimeError: boom (see weakkey.error.txt)",
@@ -192,14 +192,18 @@ def test_hung_profile_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(profile_run, "find_py_spy", lambda: fake)
     monkeypatch.setattr(profile_run, "SETUP_TIMEOUT_S", 0.5)
     with pytest.raises(ProfileError, match=r"weakkey: timed out after 1 s"):
-        profile_strategies(["weakkey"], out_dir=tmp_path / "p", duration_s=0.5, live_requests=256)
+        profile_strategies(
+            ["weakkey"], out_dir=tmp_path / "p", duration_s=0.5, scenario="prefill-dspark"
+        )
 
 
 @pytest.mark.slow
 def test_profile_one_strategy(tmp_path: Path) -> None:
     out = tmp_path / "profile"
     try:
-        shares = profile_strategies(["weakkey"], out_dir=out, duration_s=2.0, live_requests=256)
+        shares = profile_strategies(
+            ["weakkey"], out_dir=out, duration_s=2.0, scenario="prefill-dspark"
+        )
     except UsageError as exc:
         if "py-spy" in str(exc):
             pytest.skip(str(exc))

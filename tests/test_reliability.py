@@ -41,7 +41,7 @@ def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: P
         "--suite",
         "lookup,step",
         "--strategy",
-        "weakkey,declared",
+        "pr652,declared",
         "--external",
         str(FIXTURES / "flaky_strategy.py"),
         "--output-dir",
@@ -57,7 +57,7 @@ def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: P
         assert "flaky strategy gave up" in st_["failures"]["flaky"]
     names = values_of(load_pyperf(run / "step.json"))
     strategies = {BenchName.parse(n).strategy for n in names}
-    assert {"weakkey", "declared"} <= strategies
+    assert {"pr652", "declared"} <= strategies
     assert "FAILED flaky" in proc.stdout
     html = (run / "report.html").read_text()
     assert 'id="failures"' in html
@@ -86,7 +86,7 @@ def test_sigterm_keeps_finished_suites_and_resume_completes(tmp_path: Path) -> N
             "--suite",
             "lookup,scaling",
             "--strategy",
-            "weakkey,declared",
+            "pr652,declared",
             "--no-report",
             "--output-dir",
             str(tmp_path),
@@ -206,6 +206,14 @@ _ARG_TOKENS = st.sampled_from(
         "--pool-rows",
         "--quick",
         "--streaming",
+        "--scenario",
+        "--set",
+        "--sweep",
+        "decode-dspark",
+        "decode_batch=64",
+        "decode_batch=64,128",
+        "pd_fraction=2",
+        "capture=peek",
         "lookup",
         "step",
         "weakkey",

@@ -21,9 +21,11 @@ from bench.report.verdict import compute
 from conftest import STRATEGY_NAMES
 
 SUITE_IDS = suites.public_names()
-SECTION_IDS = ("env", "verdict", *SUITE_IDS, "strategies", "profile", "reproduce")
-# Every figure the suites declare (the tiny run has data for all of them).
-PLOTS = tuple(f.name for spec in suites.specs() if spec.public for f in spec.figures)
+SECTION_IDS = ("env", "verdict", "scenarios", *SUITE_IDS, "strategies", "profile", "reproduce")
+# Every figure the suites declare, but the sweep's (the tiny run has data for all the others).
+PLOTS = tuple(
+    f.name for spec in suites.specs() if spec.public for f in spec.figures if f.name != "sweep_cost"
+)
 HOSTILE_RAW = "<script>alert(1)</script>"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 
@@ -195,8 +197,9 @@ def test_env_header_and_reproduce_command(run_dir: Path, report: tuple[str, str]
         assert str(manifest["environment"][key]) in env, key
     assert "GC mode" in env
     assert "enabled" in env
-    assert "live_requests" in env
-    assert "chunked_prefill_size" in env
+    assert "scenarios" in env
+    assert "prefill-dspark" in env
+    assert "chunked_prefill_size" in env  # the tiny run's scenario override
     reproduce = section_of(report[0], "reproduce")
     assert manifest["command"].startswith("python -m bench run")
     assert manifest["command"] in reproduce  # nothing in it needs escaping
@@ -207,7 +210,7 @@ def test_suite_sections_have_tables_and_plots(report: tuple[str, str]) -> None:
     for suite in SUITE_IDS:
         body = section_of(report[0], suite)
         assert "<table>" in body, suite
-        assert "ratio vs weakkey [95% CI]" in body
+        assert "ratio vs pr652 [95% CI]" in body
         assert "baseline" in body
     assert "data:image/png;base64," in section_of(report[0], "lookup")
     assert "p99.9" in section_of(report[0], "step")  # per-step percentiles
@@ -250,8 +253,9 @@ def test_hostile_description_is_inert_in_html(report: tuple[str, str]) -> None:
 def test_verdict_is_computed_from_data(run_dir: Path, report: tuple[str, str]) -> None:
     verdict = compute(load_run(run_dir))
     keys = {f.key for f in verdict.families}
-    assert {"lookup_get_hit", "step", "scaling", "gc_pause", "memory_request_bytes"} <= keys
-    step = verdict.family("step")
+    want = {"lookup_get_hit", "step_prefill-dspark", "step_decode-dspark", "scaling", "gc_pause"}
+    assert {*want, "memory_request_bytes", "gc_full_decode-dspark"} <= keys
+    step = verdict.family("step_prefill-dspark")
     assert step is not None
     assert [r.condition for r in step.rankings] == ["per_field", "cached"]
     for ranking in step.rankings:
@@ -274,7 +278,14 @@ def test_summary_md_is_valid_github_markdown(run_dir: Path, report: tuple[str, s
     headline = tables[0]
     assert headline[0][0] == "strategy"
     header = " ".join(headline[0])
-    for needle in ("get\\_hit", "step (per\\_field)", "step (cached)", "p99", "bytes", "GC pause"):
+    for needle in (
+        "get\\_hit",
+        "iteration prefill-dspark",
+        "iteration decode-dspark",
+        "p99",
+        "bytes",
+        "GC pause",
+    ):
         assert needle in header, needle
     assert len(headline) == 2 + len(STRATEGY_NAMES) + 1
     assert "(baseline)" in " ".join(headline[2])  # baseline first, absolute values
@@ -421,11 +432,13 @@ def test_compare_lists_benchmarks_in_one_run_only(run_dir: Path, tmp_path: Path)
     _, md_path = write_compare(run_dir, head, tmp_path / "cmp")
     md = md_path.read_text()
     only = next(line for line in md.splitlines() if line.startswith("Only in base: "))
-    assert "`scaling/weakkey/live=32`" in only
-    assert "`scaling/control/live=64`" in only
+    assert "`scaling/weakkey/scenario=decode-dspark/pattern=per_field/decode_batch=16`" in only
+    assert "`scaling/control/scenario=decode-dspark/pattern=per_field/decode_batch=32`" in only
     assert "Only in head" not in md
     text = (tmp_path / "cmp" / "compare.html").read_text()
-    assert "scaling/weakkey/live=64" in section_of(text, "only")
+    assert "scaling/weakkey/scenario=decode-dspark/pattern=per_field/decode_batch=32" in section_of(
+        text, "only"
+    )
 
 
 # --- bad input -----------------------------------------------------------------------------

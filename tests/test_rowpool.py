@@ -88,5 +88,5 @@ def test_defaults_follow_workload_on_gpu_and_stay_small_on_cpu() -> None:
 
 def test_pool_too_large_for_memory_is_refused() -> None:
     huge = PoolShape(rows=1 << 40, width=1 << 10, dtype=torch.float32)
-    with pytest.raises(ValueError, match="lower --pool-rows"):
+    with pytest.raises(ValueError, match="lower it with --set pool_rows=N"):
         check_fits(huge, torch.device("cpu"))

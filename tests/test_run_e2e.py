@@ -64,13 +64,15 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
     for s in STRATEGIES:
         for op in LOOKUP_OPS:
             assert f"lookup/{s}/op={op}/live=200" in names["lookup"]
-        for pattern in ("per_field", "cached"):
-            assert f"step/{s}/pattern={pattern}" in names["step"]
-        for mode in ("enabled", "frozen"):
-            assert f"gc/{s}/gc={mode}" in names["gc"]
+        for scenario in ("prefill-dspark", "decode-dspark"):
+            for pattern in ("per_field", "cached"):
+                assert f"step/{s}/scenario={scenario}/pattern={pattern}" in names["step"]
+            for mode in ("enabled", "frozen"):
+                assert f"gc/{s}/scenario={scenario}/gc={mode}" in names["gc"]
         assert f"memory/{s}/metric=request_bytes" in names["gc"]
-        for n in (32, 64):
-            assert f"scaling/{s}/live={n}" in names["scaling"]
+        for n in (16, 32):
+            name = f"scaling/{s}/scenario=decode-dspark/pattern=per_field/decode_batch={n}"
+            assert name in names["scaling"]
 
 
 def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: Path) -> None:
@@ -93,33 +95,35 @@ def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: P
 
 def test_gc_mode_is_recorded_per_benchmark(run_dir: Path) -> None:
     modes = gc_modes_of(load_pyperf(run_dir / "gc.json"))
-    assert modes["gc/weakkey/gc=frozen"] == "frozen"
-    assert modes["gc_full/weakkey/gc=frozen"] == "frozen"
-    assert modes["gc/weakkey/gc=enabled"] == "enabled"
+    assert modes["gc/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
+    assert modes["gc_full/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
+    assert modes["gc/weakkey/scenario=decode-dspark/gc=enabled"] == "enabled"
     assert set(gc_modes_of(load_pyperf(run_dir / "step.json")).values()) == {"enabled"}
 
 
 def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     step = json.loads((run_dir / "step.extra.json").read_text())
     assert step["schema"] == SCHEMA
-    series = step["extras"]["steps"]["step/weakkey/pattern=per_field"]
+    series = step["extras"]["steps"]["step/weakkey/scenario=prefill-dspark/pattern=per_field"]
     assert len(series["host_ns"]) == len(series["gc"]) == 3 * 3  # values x steps per value
     assert "summaries" not in step
     assert "percentiles" not in step
 
     run = load_run(run_dir)
     data = run.suites["step"]
-    p = data.percentiles["step/weakkey/pattern=per_field"]
+    p = data.percentiles["step/weakkey/scenario=prefill-dspark/pattern=per_field"]
     assert p.p50_ns <= p.p99_ns <= p.p999_ns <= p.max_ns
     assert p.steps == 3 * 3
     summaries = data.by_name()
-    declared = summaries["step/declared/pattern=per_field"]
+    declared = summaries["step/declared/scenario=prefill-dspark/pattern=per_field"]
     assert declared.ratio is not None
     assert declared.ratio_low is not None
     assert declared.ratio_high is not None
     assert declared.ratio_low <= declared.ratio <= declared.ratio_high
     assert declared.verdict in ("faster", "slower", "same")
-    assert summaries["step/weakkey/pattern=per_field"].ratio is None  # the baseline
+    assert (
+        summaries["step/pr652/scenario=prefill-dspark/pattern=per_field"].ratio is None
+    )  # baseline
 
     gc_data = run.suites["gc"]
     assert {name.rsplit("=", 1)[1] for name in gc_data.gc_rates} == {"enabled", "frozen"}
@@ -129,8 +133,8 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
 
     from bench.stats.derive import scaling_fits
 
-    fit = scaling_fits(run.suites["scaling"].values, kind="scaling", key="live")["weakkey"]
-    assert fit.sizes == [32, 64]
+    fit = scaling_fits(run.suites["scaling"].values, kind="scaling", key="decode_batch")["weakkey"]
+    assert fit.sizes == [16, 32]
     assert fit.marginal_ns_per_request is not None
 
 
@@ -139,4 +143,4 @@ def test_terminal_table_was_printed(run_dir: Path) -> None:
     assert proc.returncode == 0
     assert "nothing to resume" in proc.stderr
     assert "ratio [95% CI]" in proc.stdout
-    assert "step/declared/pattern=per_field" in proc.stdout
+    assert "step/declared/scenario=prefill-dspark/pattern=per_field" in proc.stdout

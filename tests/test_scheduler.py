@@ -1,88 +1,183 @@
-"""The synthetic scheduler: lifecycle, steady population, and call sites checked against the
-harness's own record (verify=True) for every strategy, access pattern and transfer mode."""
+"""The synthetic scheduler loops: every preset runs, verified against the harness's own record,
+for every strategy and access pattern; queues emerge as the scenarios say; the same seed gives
+the same work for every strategy; row exhaustion aborts; nothing leaks."""
 
 from __future__ import annotations
 
 import gc
+import statistics
 
 import pytest
 import torch
 
 from bench.core.callsites import PATTERNS
-from bench.core.scheduler import SchedulerParams, SyntheticScheduler
+from bench.core.hostpool import HostPool, host_hidden
+from bench.core.scenarios import PRESETS, Scenario, get
+from bench.core.scheduler import DecodeLoop, PrefillLoop, make_scheduler, warmup_steps
 from bench.rowpool import PoolShape, RowPool
-from strategies import Strategy, resolve
+from strategies import Strategy, load_builtin
 
 CPU = torch.device("cpu")
+# Presets shrunk to test size (every loop and path still runs; the stall keeps its long waits).
+SMALL = {"chunked_prefill_size": 1024, "decode_batch": 48}
 
 
-def small_pool(rows: int = 16384) -> RowPool:
-    return RowPool(PoolShape(rows=rows, width=4, dtype=torch.float32), CPU)
+def small(name: str, **changes: object) -> Scenario:
+    return get(name).with_changes({**SMALL, **changes})
+
+
+def host(scenario: Scenario, strategy: Strategy, **kwargs: object):  # type: ignore[no-untyped-def]
+    return make_scheduler(
+        strategy,
+        scenario,
+        HostPool(scenario.pool_rows),
+        hidden=host_hidden(scenario.chunked_prefill_size),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def queue_means(sched, steps: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    samples = []
+    for _ in range(steps):
+        sched.step()
+        samples.append(sched.queue_sample())
+        sched.worker_tick()
+    return {k: statistics.mean(s[k] for s in samples) for k in samples[0]}
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
-@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streaming"])
-def test_lifecycle_verified(strategy: Strategy, pattern: str, streaming: bool) -> None:
-    params = SchedulerParams(
-        live_requests=64,
-        chunked_prefill_size=2048,
-        pattern=pattern,
-        streaming=streaming,
-        pd_fraction=0.7,
-        seed=3,
-    )
-    sched = SyntheticScheduler(strategy, params, small_pool(), verify=True)
-    sched.run(150)
-    assert sched.completed > 20  # requests really flow through the whole lifecycle
-    assert abs(sched.live - 64) <= 1
-    assert sched.tokens_prefilled > 100 * 2048 * 0.9
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_every_preset_runs_verified(strategy: Strategy, preset: str, pattern: str) -> None:
+    scenario = small(preset)
+    sched = host(scenario, strategy, pattern=pattern, seed=3, verify=True)
+    sched.run(warmup_steps(scenario) + 40)
+    assert sched.completed > 0  # requests really flow through the whole lifecycle
     sched.close()
+    gc.collect()
     assert strategy.live_states() == 0
     assert sched.allocator.free_rows() == sched.pool.shape.rows  # no row leaked
 
 
-def test_pool_pressure_makes_bootstrap_wait_not_fail() -> None:
-    (weakkey,) = resolve(["weakkey"])
-    params = SchedulerParams(live_requests=32, chunked_prefill_size=1024, pd_fraction=1.0)
-    sched = SyntheticScheduler(weakkey, params, small_pool(rows=16384), verify=True)
-    sched.run(100)
-    assert sched.completed > 0
+def test_the_device_pool_is_written(strategy: Strategy) -> None:
+    scenario = small("prefill-dspark", pool_rows=4096)
+    pool = RowPool(PoolShape(rows=4096, width=4, dtype=torch.float32), CPU)
+    sched = make_scheduler(strategy, scenario, pool, seed=1)
+    sched.hidden.fill_(1.0)
+    sched.run(20)
+    assert pool.buffer.sum().item() > 0  # rows were copied for every strategy, control too
     sched.close()
 
 
+def test_prefill_dspark_queues_stay_small() -> None:
+    """The real loop keeps a request inflight 1-2 iterations (WORKLOAD.md 'Scenarios')."""
+    scenario = get("prefill-dspark")
+    sched = host(scenario, load_builtin("pr652"), seed=5)
+    sched.run(warmup_steps(scenario))
+    means = queue_means(sched, 200)
+    assert means["inflight"] < 10
+    assert 1 <= means["prefill_batch"] <= 8  # random-4k: a few requests per 8k chunk
+    assert means["aborted"] == 0
+    sched.close()
+
+
+def test_sharegpt_fills_a_chunk_with_dozens() -> None:
+    scenario = get("prefill-sharegpt")
+    sched = host(scenario, load_builtin("control"), seed=5)
+    sched.run(warmup_steps(scenario))
+    assert 25 <= queue_means(sched, 100)["prefill_batch"] <= 45  # WORKLOAD.md: ~36 per chunk
+    sched.close()
+
+
+def test_transfer_stall_reaches_the_published_queue_lengths() -> None:
+    """#5450: ~340 bootstrapping and ~150 inflight per rank."""
+    scenario = get("stress-transfer-stall")
+    sched = host(scenario, load_builtin("control"), seed=2)
+    sched.run(warmup_steps(scenario))
+    means = queue_means(sched, 100)
+    assert 300 <= means["bootstrap"] <= 380
+    assert 130 <= means["inflight"] <= 170
+    sched.close()
+
+
+def test_decode_batch_stays_full_with_churn() -> None:
+    scenario = small("decode-dspark")
+    sched = host(scenario, load_builtin("weakkey"), seed=4)
+    assert isinstance(sched, DecodeLoop)
+    sched.run(10)
+    means = queue_means(sched, 300)
+    assert means["decode_batch"] == pytest.approx(48, abs=0.5)
+    assert means["admitted"] > 0  # finished requests are replaced
+    req = sched.running[0].req
+    assert type(req.output_ids).__name__ == "array"  # output tokens appended to array('q')
+    sched.close()
+
+
+def test_failed_row_allocation_aborts_the_request() -> None:
+    """Whole-range mode allocates at finalize; a failure aborts (prefill.py:562-577)."""
+    scenario = small("prefill-dspark", streaming=False, pool_rows=6000, prompt_range_ratio=0.5)
+    sched = host(scenario, load_builtin("pr652"), seed=1, verify=True)
+    assert isinstance(sched, PrefillLoop)
+    sched.run(200)
+    assert sched.aborted > 0
+    assert sched.completed > sched.aborted
+    sched.close()
+    assert sched.allocator.free_rows() == 6000
+
+
+def test_streaming_chunk_allocation_failure_aborts_too() -> None:
+    scenario = small("prefill-dspark", pool_rows=1024, ack_delay=20)
+    sched = host(scenario, load_builtin("slots"), seed=1, verify=True)
+    sched.run(200)
+    assert sched.aborted > 0
+    sched.close()
+    assert sched.allocator.free_rows() == 1024
+
+
+@pytest.mark.parametrize("preset", ["prefill-dspark", "decode-dspark", "colocated"])
+def test_same_seed_same_work_for_every_strategy(preset: str) -> None:
+    """Paired comparisons rely on every strategy replaying the same iterations."""
+    scenario = small(preset)
+    traces = []
+    for name in ("control", "pr652", "tensor_soa"):
+        sched = host(scenario, load_builtin(name), seed=11)
+        trace = []
+        for _ in range(60):
+            sched.step()
+            sched.worker_tick()
+            trace.append((sched.completed, tuple(sorted(sched.queue_sample().items()))))
+        traces.append(trace)
+        sched.close()
+    assert traces[0] == traces[1] == traces[2]
+
+
 def test_finished_requests_are_dropped_after_a_few_iterations() -> None:
-    (dynattr,) = resolve(["dynattr"])
-    params = SchedulerParams(live_requests=32, chunked_prefill_size=4096, keep_finished_steps=2)
-    sched = SyntheticScheduler(dynattr, params, small_pool())
+    scenario = small("prefill-sharegpt", keep_finished=2)
+    sched = host(scenario, load_builtin("dynattr"), seed=3)
     sched.run(50)
     kept = sum(len(batch) for batch in sched.finished)
     assert len(sched.finished) <= 2
     assert kept < sched.completed
     gc.collect()
     live_reqs = sum(1 for o in gc.get_objects() if type(o) is sched.req_cls)
-    assert live_reqs <= sched.live + kept + 1
+    assert live_reqs <= len(sched.live_tracked()) + kept + 1
     sched.close()
 
 
-def test_same_seed_same_work_for_every_strategy() -> None:
-    """Paired comparisons rely on every strategy replaying the same steps."""
-    params = SchedulerParams(live_requests=48, chunked_prefill_size=2048, seed=11)
-    traces = []
-    for s in resolve(["control", "weakkey", "tensor_soa"]):
-        sched = SyntheticScheduler(s, params, small_pool())
-        trace = []
-        for _ in range(60):
-            sched.step()
-            trace.append((sched.completed, sched.tokens_prefilled, sched.allocator.free_rows()))
-        traces.append(trace)
-        sched.close()
-    assert traces[0] == traces[1] == traces[2]
+def test_pr652_states_vanish_with_their_requests_in_the_loop() -> None:
+    pr = load_builtin("pr652")
+    scenario = small("decode-dspark")
+    sched = host(scenario, pr, seed=9)
+    sched.run(400)
+    live = len(sched.live_tracked()) + sum(len(b) for b in sched.finished)
+    gc.collect()
+    assert pr.live_states() <= live  # no entry outlives its request
+    sched.close()
+    sched.finished.clear()
+    del sched
+    gc.collect()
+    assert pr.live_states() == 0
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [{"live_requests": 3}, {"chunked_prefill_size": 0}, {"pattern": "sometimes"}],
-)
-def test_params_refuse_nonsense(bad: dict[str, object]) -> None:
-    with pytest.raises(ValueError):  # noqa: PT011 - the CLI tests check the messages
-        SchedulerParams(**bad)  # type: ignore[arg-type]
+def test_unknown_pattern_refused() -> None:
+    with pytest.raises(ValueError, match="unknown access pattern"):
+        host(get("prefill-dspark"), load_builtin("weakkey"), pattern="sometimes")

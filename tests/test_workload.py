@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 
-from bench.core.workload import (
-    DEFAULT_REQUEST_ATTRS,
-    StreamParams,
-    make_request_class,
-    request_stream,
-)
+from bench.core.arrivals import mean_length, request_stream, sample_length
+from bench.core.scenarios import get
+from bench.core.workload import DEFAULT_REQUEST_ATTRS, make_request_class
 from strategies import Strategy, resolve
 
 
@@ -46,30 +44,53 @@ def test_attribute_count_is_configurable() -> None:
         make_request_class(None, n_attrs=0)
 
 
-def test_stream_is_seeded_and_follows_parameters() -> None:
+def test_stream_is_seeded_and_follows_the_scenario() -> None:
     cls = make_request_class(None)
-    p = StreamParams(seed=7, pd_fraction=0.25)
-    first = [(a.prompt_len, a.uses_pd) for a in itertools.islice(request_stream(cls, p), 2000)]
-    again = [(a.prompt_len, a.uses_pd) for a in itertools.islice(request_stream(cls, p), 2000)]
-    assert first == again
-    other = StreamParams(seed=8, pd_fraction=0.25)
-    assert first != [
-        (a.prompt_len, a.uses_pd) for a in itertools.islice(request_stream(cls, other), 2000)
-    ]
+    scenario = get("prefill-dspark").with_changes({"pd_fraction": 0.25})
+
+    def draw(seed: int) -> list[tuple[int, bool]]:
+        stream = request_stream(cls, scenario, seed)
+        return [(a.prompt_len, a.meta is not None) for a in itertools.islice(stream, 2000)]
+
+    first = draw(7)
+    assert first == draw(7)
+    assert first != draw(8)
     share = sum(u for _, u in first) / len(first)
     assert 0.20 < share < 0.30
-    assert all(p.min_prompt_tokens <= n <= p.max_prompt_tokens for n, _ in first)
+    assert all(1 <= n <= 4096 for n, _ in first)  # random-4k
+    mean = sum(n for n, _ in first) / len(first)
+    assert mean == pytest.approx(
+        mean_length("random-4k", range_ratio=0.0, role="prompts"), rel=0.05
+    )
+
+
+def test_sharegpt_lengths_have_the_published_means() -> None:
+    rng = random.Random(1)
+    prompts = [sample_length("sharegpt", rng, range_ratio=0, role="prompts") for _ in range(20_000)]
+    outputs = [sample_length("sharegpt", rng, range_ratio=0, role="outputs") for _ in range(20_000)]
+    assert sum(prompts) / len(prompts) == pytest.approx(224, rel=0.08)  # #2805
+    assert sum(outputs) / len(outputs) == pytest.approx(198, rel=0.08)
+
+
+def test_range_ratio_one_fixes_the_length() -> None:
+    rng = random.Random(1)
+    assert {
+        sample_length("random-4k", rng, range_ratio=1.0, role="prompts") for _ in range(50)
+    } == {4096}
 
 
 def test_pd_requests_carry_decode_metadata() -> None:
     cls = make_request_class(None)
-    for a in itertools.islice(request_stream(cls, StreamParams(pd_fraction=1.0)), 200):
+    for a in itertools.islice(request_stream(cls, get("prefill-dspark"), 0), 200):
         assert a.meta is not None
         assert 0 <= a.meta["hidden_start"] < a.prompt_len
         assert a.meta["hidden_start"] + a.meta["hidden_len"] == a.prompt_len
+        assert a.meta["streaming_hidden"] is True
+        assert a.meta["window_rows"] == min(a.meta["hidden_len"], 16384)  # decode.py:1232
 
 
-@pytest.mark.parametrize("bad", [{"pd_fraction": 1.5}, {"min_prompt_tokens": 0}])
-def test_stream_params_refuse_nonsense(bad: dict[str, float]) -> None:
-    with pytest.raises(ValueError):  # noqa: PT011 - message checked by the CLI tests
-        StreamParams(**bad)  # type: ignore[arg-type]
+def test_request_ids_are_unique_per_prefix() -> None:
+    cls = make_request_class(None)
+    a = next(request_stream(cls, get("prefill-dspark"), 0, rid_prefix="s1"))
+    b = next(request_stream(cls, get("prefill-dspark"), 0, rid_prefix="s2"))
+    assert a.req.rid != b.req.rid

@@ -1,15 +1,19 @@
 """The scheduler's call sites that touch PD-hidden state, written once for every strategy.
 
-Each body below is a template: `$S` stands for "the state of `req`" and `$CACHE` for the line
-that looks it up into a local. Compiling a template for a strategy and an access pattern gives
-ordinary Python functions (as torch.utils.benchmark compiles its statements):
+Each body below mirrors a function of the PR's prefill.py / hidden_state.py /
+forward_batch_info.py (bytedance-iaas/sglang c96e68b62b; file:line next to each), field reads
+and writes in the same order, so the number of state lookups on every path is the code's. It is
+a template: `$S` stands for "the state of `req`" and `$CACHE` for the line that looks it up
+into a local. Compiling a template for a strategy and an access pattern gives ordinary Python
+functions (as torch.utils.benchmark compiles its statements):
 
     per_field  `$S` -> `get(req)`   the state is looked up again for every field (the PR)
     cached     `$S` -> `state`      looked up once per call site into a local (the review)
 
-so the lookup counts are exactly those written here, the same for every strategy, and the only
-thing that differs between strategies is `get`/`peek`. Lookup counts mirror WORKLOAD.md's
-table; `lookup_counts()` reads them off the templates so tests and docs cannot drift from them.
+so the only thing that differs between strategies is `get`/`peek`. What each path costs in
+lookups is measured by tests/test_callsites.py and tabled in docs/SCENARIOS.md. The device
+work (row allocation, pool copies) is the scheduler's, from its own record; these functions do
+the state work and return what the real code derives from the state.
 """
 
 from __future__ import annotations
@@ -25,117 +29,10 @@ from strategies import Strategy
 PATTERNS: tuple[str, ...] = ("per_field", "cached")
 
 _TEMPLATES: dict[str, str] = {
-    # Once per request: copy the decode side's plan into the state.
-    "bootstrap_finalize": """
-def bootstrap_finalize(req, meta, src_indices, dst_indices, layer_ids):
+    # prefill.py:99-109, clear_pd_hidden_request_state: ten writes.
+    "clear_state": """
+def clear_state(req):
     $CACHE
-    $S.capture_layer_ids = [int(x) for x in layer_ids]
-    $S.meta = dict(meta)
-    $S.src_indices = src_indices
-    $S.dst_indices = dst_indices
-    $S.written = None if $S.meta["streaming"] else [False] * $S.meta["hidden_len"]
-    $S.current_src_indices = None
-    $S.current_start = None
-    $S.current_row_len = 0
-    $S.current_is_last = False
-    $S.owner_direct_sent = False
-""",
-    # Per prefill chunk: filter the batch, then record each request's chunk of hidden rows.
-    # entries: (req, chunk_start, chunk_len, batch_offset, new_rows); new_rows are this chunk's
-    # freshly allocated rows when streaming (src_indices is None), else None. Returns, per
-    # request written, (req, pool row indices, first batch row, end batch row) for the copy.
-    "write_hidden_rows": """
-def write_hidden_rows(entries):
-    selected = []
-    for entry in entries:
-        req = entry[0]
-        $CACHE
-        if $S.meta is not None and not $S.owner_direct_sent and $S.capture_layer_ids:
-            selected.append(entry)
-    done = []
-    for req, chunk_start, chunk_len, batch_offset, new_rows in selected:
-        $CACHE
-        hidden_start = $S.meta["hidden_start"]
-        hidden_end = hidden_start + $S.meta["hidden_len"]
-        write_start = max(chunk_start, hidden_start)
-        write_end = min(chunk_start + chunk_len, hidden_end)
-        if write_end <= write_start:
-            continue
-        lo = write_start - hidden_start
-        hi = write_end - hidden_start
-        src = $S.src_indices
-        if src is None:
-            if new_rows is None:
-                continue
-            $S.src_indices = new_rows
-            write_indices = new_rows
-        else:
-            write_indices = src[lo:hi]
-        $S.current_start = write_start
-        $S.current_row_len = hi - lo
-        $S.current_src_indices = write_indices
-        $S.current_is_last = write_end >= hidden_end
-        written = $S.written
-        if written is not None:
-            written[lo:hi] = [True] * (hi - lo)
-        row_lo = batch_offset + write_start - chunk_start
-        done.append((req, write_indices, row_lo, row_lo + $S.current_row_len))
-        if $S.current_is_last and written is not None and not all(written):
-            raise RuntimeError(f"{req.rid}: last chunk written but hidden rows are missing")
-    return done
-""",
-    # Per request per chunk (and at the last chunk): build the KV/hidden transfer payload.
-    "send_kv_chunk": """
-def send_kv_chunk(req):
-    $CACHE
-    if $S.meta is None:
-        return None
-    written = $S.written
-    payload = {
-        "rid": req.rid,
-        "start": $S.current_start,
-        "rows": $S.current_row_len,
-        "src": $S.current_src_indices,
-        "dst": $S.dst_indices,
-        "layers": $S.capture_layer_ids,
-        "hidden_size": $S.meta["hidden_size"],
-        "window": $S.meta["window_rows"],
-        "last": $S.current_is_last,
-    }
-    if $S.current_is_last:
-        payload["complete"] = written is None or all(written)
-        $S.current_src_indices = None
-        $S.current_start = None
-        $S.current_row_len = 0
-    return payload
-""",
-    # Streaming only: send this chunk's hidden rows straight from the owner, then free them.
-    "owner_direct_send": """
-def owner_direct_send(req):
-    $CACHE
-    if $S.owner_direct_sent or $S.current_src_indices is None:
-        return None
-    rows = $S.current_src_indices
-    last = $S.current_is_last
-    payload = ("direct", req.rid, $S.current_start, $S.current_row_len, $S.meta["window_rows"])
-    $S.src_indices = None
-    $S.current_src_indices = None
-    $S.current_start = None
-    $S.current_row_len = 0
-    $S.current_is_last = False
-    $S.owner_direct_sent = last
-    return rows, payload
-""",
-    # Every loop iteration, for every inflight request: are hidden rows still held?
-    "hidden_rows_held": """
-def hidden_rows_held(req):
-    return get(req).src_indices is not None
-""",
-    # Once, at the end: take the rows to free and clear the ten fields.
-    "release_and_clear": """
-def release_and_clear(req):
-    $CACHE
-    rows = $S.src_indices
     $S.meta = None
     $S.src_indices = None
     $S.dst_indices = None
@@ -146,26 +43,160 @@ def release_and_clear(req):
     $S.current_row_len = 0
     $S.current_is_last = False
     $S.owner_direct_sent = False
-    return rows
 """,
-    # Every forward: which capture layers does this batch need? The PR's helper is
-    # get-or-create, so a batch without PD-hidden requests creates an empty state for each.
+    # prefill.py:534-587, _finalize_pd_hidden_bootstrap (success path): once per PD request.
+    # src_indices: the rows allocated for the whole hidden range (None when streaming).
+    "bootstrap_finalize": """
+def bootstrap_finalize(req, meta, src_indices, dst_indices, layer_ids):
+    $CACHE
+    streaming = bool(meta.get("streaming_hidden", False))
+    $S.capture_layer_ids = [int(x) for x in layer_ids]
+    $S.meta = dict(meta)
+    $S.src_indices = src_indices
+    $S.dst_indices = dst_indices
+    $S.written = None if streaming else [False] * meta["hidden_len"]
+    $S.owner_direct_sent = False
+""",
+    # hidden_state.py:35-41 via forward_batch_info.py:660, every ForwardBatch.init_new:
+    # get-or-create until a request has layers; a fresh list each call.
     "capture_layers_get": """
 def capture_layers_get(reqs):
     for req in reqs:
-        layers = get(req).capture_layer_ids
-        if layers is not None:
-            return layers
+        layer_ids = get(req).capture_layer_ids
+        if layer_ids:
+            return [int(x) for x in layer_ids]
     return None
 """,
+    # The proposal: the same scan without creating a state for every request it visits.
     "capture_layers_peek": """
 def capture_layers_peek(reqs):
     for req in reqs:
         state = peek(req)
         if state is not None:
-            layers = state.capture_layer_ids
-            if layers is not None:
-                return layers
+            layer_ids = state.capture_layer_ids
+            if layer_ids:
+                return [int(x) for x in layer_ids]
+    return None
+""",
+    # prefill.py:1181-1340, _write_pd_hidden_rows_for_batch, for ALL requests of a batch
+    # result. entries: (req, chunk_start, chunk_len, new_rows); new_rows are the rows the
+    # scheduler allocated for this chunk when streaming (None if that allocation failed).
+    # capturing: the forward captured hidden states (some request of the batch has layers);
+    # otherwise the code returns after the filter (prefill.py:1222). Returns, per request
+    # written, (req, pool rows, first chunk-relative row, end chunk-relative row).
+    "write_hidden_rows": """
+def write_hidden_rows(entries, capturing):
+    needs_pd_hidden = []
+    for entry in entries:
+        req = entry[0]
+        $CACHE
+        if ($S.src_indices or $S.capture_layer_ids) and not $S.owner_direct_sent:
+            needs_pd_hidden.append(entry)
+    if not capturing:
+        return []
+    done = []
+    for req, chunk_start, chunk_len, new_rows in entries:
+        $CACHE
+        meta = $S.meta or {}
+        streaming = bool(meta.get("streaming_hidden", False))
+        if $S.owner_direct_sent:
+            continue
+        src_indices = $S.src_indices
+        if not src_indices and not streaming:
+            continue
+        hidden_start = int(meta.get("hidden_start", 0))
+        hidden_len = int(meta.get("hidden_len", len(src_indices or [])))
+        chunk_end = chunk_start + chunk_len
+        write_start = max(chunk_start, hidden_start)
+        write_end = min(chunk_end, hidden_start + hidden_len)
+        if write_end <= write_start:
+            continue
+        local_start = write_start - hidden_start
+        local_end = write_end - hidden_start
+        rows = local_end - local_start
+        if not streaming:
+            write_indices = src_indices[local_start:local_end]
+        prev_current_start = $S.current_start
+        prev_current_row_len = int($S.current_row_len or 0)
+        if prev_current_start is not None and prev_current_row_len > 0:
+            if prev_current_start != write_start:
+                raise RuntimeError(f"{req.rid}: previous hidden chunk was never sent")
+        if streaming:
+            write_indices = new_rows
+            if write_indices is None:
+                continue  # fail_pd_hidden_transfer (prefill.py:1319): the scheduler aborts it
+            $S.src_indices = write_indices
+        $S.current_start = write_start
+        $S.current_row_len = rows
+        $S.current_src_indices = write_indices
+        $S.current_is_last = write_end >= hidden_start + hidden_len
+        written = $S.written
+        if written is not None:
+            written[local_start:local_end] = [True] * rows
+        done.append((req, write_indices, write_start - chunk_start, write_end - chunk_start))
+    return done
+""",
+    # prefill.py:1854-2041, send_kv_chunk: once per chunk per request (middle chunks of the
+    # chunked request at the next iteration, prefill.py:1813; the last chunk, prefill.py:1475).
+    # hidden_state_type: PD_HIDDEN is in the server's state_types (a DSpark server).
+    # Returns (current chunk meta or None, PD hidden payload or None).
+    "send_kv_chunk": """
+def send_kv_chunk(req, last_chunk, hidden_state_type):
+    $CACHE
+    current_src = $S.current_src_indices
+    current_start = $S.current_start
+    current_row_len = int($S.current_row_len or 0)
+    has_current = current_src is not None and current_row_len > 0
+    streaming = bool(($S.meta or {}).get("streaming_hidden", False))
+    payload = None
+    if (last_chunk or has_current) and hidden_state_type:
+        if $S.owner_direct_sent:
+            payload = []
+        else:
+            src_indices = $S.src_indices
+            if src_indices is None and $S.capture_layer_ids:
+                raise RuntimeError(f"{req.rid}: hidden rows not materialized before transfer")
+            if has_current:
+                payload = current_src
+            elif not src_indices:
+                payload = []
+            else:
+                written = $S.written
+                if written is not None and not all(written):
+                    raise RuntimeError(f"{req.rid}: hidden rows incomplete before transfer")
+                payload = src_indices
+    chunk_meta = None
+    if has_current:
+        rows = current_src if streaming else $S.src_indices
+        chunk_meta = (current_start, current_row_len, bool($S.current_is_last), rows)
+    if has_current and streaming:
+        $S.src_indices = None
+    $S.current_src_indices = None
+    $S.current_start = None
+    $S.current_row_len = 0
+    $S.current_is_last = False
+    return chunk_meta, payload
+""",
+    # prefill.py:155-169, maybe_release_pd_hidden_rows_on_hidden_done: every inflight request
+    # on every poll (prefill.py:1588). hidden_done: the transfer worker reported the hidden
+    # rows sent (and freed them). Returns whether it cleared the state.
+    "release_on_hidden_done": """
+def release_on_hidden_done(req, hidden_done):
+    indices = get(req).src_indices
+    if not indices or not hidden_done:
+        return False
+    clear_state(req)
+    return True
+""",
+    # prefill.py:112-142, maybe_release_metadata_buffer: every request that leaves the
+    # inflight queue (prefill.py:1648-1655), PD or not. Returns the rows it would free.
+    "release_metadata": """
+def release_metadata(req):
+    indices = get(req).src_indices
+    if indices:
+        clear_state(req)
+        return indices
+    clear_state(req)
     return None
 """,
 }
@@ -184,8 +215,9 @@ def render(name: str, pattern: str) -> str:
     return _CACHE_RE.sub("", body).replace("$S", "get(req)").lstrip("\n")
 
 
-def lookup_counts(pattern: str) -> dict[str, int]:
-    """State lookups written in each call site (per request, per invocation, worst path)."""
+def written_lookups(pattern: str) -> dict[str, int]:
+    """State lookups written in each call site's source (paths differ: the tests count each
+    path by running it)."""
     return {
         name: len(re.findall(r"\bget\(req\)|\bpeek\(req\)", render(name, pattern)))
         for name in _TEMPLATES
@@ -198,33 +230,42 @@ class CallSites:
 
     strategy: str
     pattern: str
+    clear_state: Callable[[Any], None]
     bootstrap_finalize: Callable[..., None]
-    write_hidden_rows: Callable[..., list[Any]]
-    send_kv_chunk: Callable[[Any], dict[str, Any] | None]
-    owner_direct_send: Callable[[Any], tuple[list[int], tuple[Any, ...]] | None]
-    hidden_rows_held: Callable[[Any], bool]
-    release_and_clear: Callable[[Any], list[int] | None]
     capture_layers_get: Callable[[list[Any]], list[int] | None]
     capture_layers_peek: Callable[[list[Any]], list[int] | None]
+    write_hidden_rows: Callable[[list[Any], bool], list[Any]]
+    send_kv_chunk: Callable[[Any, bool, bool], tuple[Any, Any]]
+    release_on_hidden_done: Callable[[Any, bool], bool]
+    release_metadata: Callable[[Any], list[int] | None]
+
+    def capture_layers(self, variant: str) -> Callable[[list[Any]], list[int] | None]:
+        """The capture-layer scan of a scenario: 'get' (the code) or 'peek' (a proposal)."""
+        return self.capture_layers_get if variant == "get" else self.capture_layers_peek
 
 
 def _none(*_args: object) -> None:
     return None
 
 
-def _no_writes(_entries: object) -> list[Any]:
+def _no_writes(*_args: object) -> list[Any]:
     return []
 
 
-def _not_held(_req: object) -> bool:
+def _not_cleared(*_args: object) -> bool:
     return False
 
 
-# What each call site returns when no state is kept: nothing written, no rows held.
+def _nothing_sent(*_args: object) -> tuple[None, None]:
+    return None, None
+
+
+# What each call site returns when no state is kept: nothing written, nothing held.
 _NULL_FUNCS: dict[str, Callable[..., Any]] = {
     **dict.fromkeys(_TEMPLATES, _none),
     "write_hidden_rows": _no_writes,
-    "hidden_rows_held": _not_held,
+    "send_kv_chunk": _nothing_sent,
+    "release_on_hidden_done": _not_cleared,
 }
 
 

@@ -1,21 +1,36 @@
-"""A synthetic SGLang-like prefill scheduler loop driving one strategy through the lifecycle.
+"""Synthetic SGLang scheduler loops driving one strategy through a scenario.
 
-    arrivals -> bootstrap queue -> bootstrap finalize -> waiting queue -> chunked prefill
-    (forward: capture-layer scan, hidden-row capture into the pool, send/flush) -> inflight
-    queue (polled every iteration; rows released when the hidden send is done) -> KV transfer
-    done -> release -> kept one or two iterations (last batch / overlap queue) -> dropped.
+Three loops, each the order of operations of the real one (bytedance-iaas/sglang c96e68b62b):
 
-The scheduler keeps its own record of every request (`Tracked`): rows, chunk progress, due
-steps. Pool allocation, frees and device copies use that record, so the loop is correct for
-every strategy, including `control`, whose call sites touch nothing. The call sites do the state
-work the real code does; with `verify=True` their answers are checked against the record.
+prefill (disaggregated prefill node, prefill.py:1018-1053), per iteration:
+    receive -> bootstrap queue; pop_bootstrapped: a request whose decode-side metadata has
+    arrived (bootstrap_wait) and whose decode receive window fits (decode_pool_rows) is
+    finalized (PD: 6 lookups; non-streaming: its hidden rows allocated, a failure aborts it,
+    prefill.py:562-577) -> waiting; the chunked request's previous chunk is sent
+    (prefill.py:1813); a batch of chunked_prefill_size tokens is formed (KV capacity
+    permitting); forward: the capture-layer scan over the batch (forward_batch_info.py:660),
+    hidden rows copied into the pool; batch result: _write_pd_hidden_rows_for_batch over ALL
+    batch requests, finished prefills -> inflight + send_kv_chunk(last); every inflight
+    request polled (1 lookup), Success after inflight_residence iterations -> release (11
+    lookups, every request) -> kept keep_finished iterations -> dropped.
+decode (decode node): admit to keep the running batch at B; scans_per_forward capture-layer
+    scans over all B (no decode request ever has layers: every lookup misses, the get variant
+    creates a state for each request on its first forward); one output token appended to each
+    request's array('q'); finished requests released.
+colocated: a decode batch with a chunk of prefill mixed into the same forward; the scan covers
+    both; no hidden transfer.
 
-The population is held at `live_requests` at every step: the queues start pre-filled at their
-steady-state sizes and each completion is replaced by an arrival.
+Queues are not held at a target: they emerge from arrivals (fill = saturated, or a rate) and
+residence times under the caps. The scheduler keeps its own record of every request
+(`Tracked`); allocation, frees and device copies use it, so the loop is the same for every
+strategy, including `control` whose call sites touch nothing. With verify=True the call sites'
+answers are checked against the record.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 from collections import deque
 from collections.abc import Iterator
@@ -23,10 +38,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bench.core.allocator import IntervalAllocator
+from bench.core.arrivals import Arrival, request_stream
 from bench.core.callsites import PATTERNS, CallSites, compile_callsites
 from bench.core.hostpool import HostPool
-from bench.core.workload import DEFAULT_REQUEST_ATTRS, Arrival, StreamParams, make_request_class
-from bench.core.workload import request_stream as make_stream
+from bench.core.scenarios import Scenario
+from bench.core.workload import DEFAULT_REQUEST_ATTRS, make_request_class
 from strategies import Strategy
 
 if TYPE_CHECKING:
@@ -34,50 +50,23 @@ if TYPE_CHECKING:
 
     from bench.rowpool import RowPool
 
-# Requests waiting for prefill at steady state: enough that every batch fills its token budget.
-WAITING_TARGET = 8
-# Live requests held in the scheduler: the top of SGLang's max_running_requests default range
-# (WORKLOAD.md "Scale": 2048-4096 per data-parallel worker). The one default every entry point
-# (run configuration, gate, profiler) uses.
-DEFAULT_LIVE_REQUESTS = 4096
+# Queue lengths and counts sampled after every step (bench.runformat.QueueSeries).
+QUEUES = (
+    "bootstrap",
+    "waiting",
+    "inflight",
+    "decode_batch",
+    "prefill_batch",
+    "admitted",
+    "aborted",
+)
 
 
-@dataclass(frozen=True, kw_only=True)
-class SchedulerParams:
-    """One scheduler configuration. Defaults follow WORKLOAD.md where it gives a number."""
+_SCHEDULER_SERIAL = itertools.count()
 
-    live_requests: int = DEFAULT_LIVE_REQUESTS
-    chunked_prefill_size: int = 8192
-    pd_fraction: float = 0.5
-    streaming: bool = False
-    pattern: str = "per_field"
-    seed: int = 0
-    # Share of live requests sitting in the bootstrap queue (the rest are mostly inflight).
-    bootstrap_share: float = 0.25
-    # Iterations from a request's last chunk until its hidden send is done and rows can go.
-    hidden_done_steps: int = 2
-    # Iterations the scheduler keeps a finished request referenced (last batch, overlap queue).
-    keep_finished_steps: int = 2
-    request_attrs: int = DEFAULT_REQUEST_ATTRS
-    token_ids_per_request: int = 64
 
-    def __post_init__(self) -> None:
-        if self.live_requests < WAITING_TARGET + 2:
-            raise ValueError(f"live_requests must be at least {WAITING_TARGET + 2}")
-        if self.chunked_prefill_size <= 0:
-            raise ValueError("chunked_prefill_size must be positive")
-        if self.pattern not in PATTERNS:
-            raise ValueError(f"unknown access pattern {self.pattern!r}")
-        if not 0.0 <= self.bootstrap_share < 1.0:
-            raise ValueError("bootstrap_share must be within [0, 1)")
-
-    @property
-    def bootstrap_target(self) -> int:
-        return int(self.live_requests * self.bootstrap_share)
-
-    @property
-    def inflight_target(self) -> int:
-        return self.live_requests - self.bootstrap_target - WAITING_TARGET
+class VerificationError(AssertionError):
+    """A call site's answer disagrees with the harness's record (only with verify=True)."""
 
 
 @dataclass(slots=True)
@@ -86,133 +75,315 @@ class Tracked:
 
     req: Any
     prompt_len: int
+    output_len: int
     meta: dict[str, Any] | None
-    rows: list[int] | None = None  # all hidden rows (whole mode) or this chunk's (streaming)
+    ready_step: int = 0  # the decode side's metadata can arrive from this iteration on
     prefilled: int = 0
-    hidden_due_step: int = -1
+    rows: list[int] | None = None  # hidden rows held: all (whole mode) or the current chunk's
+    current: list[int] | None = None  # rows written by its last chunk, not yet sent
+    window: int = 0  # decode receive rows reserved for it
+    kv_tokens: int = 0  # prefill KV held
+    done_step: int = -1  # KV transfer success
+    hidden_done_step: int = -1  # whole mode: the worker reports the hidden rows sent
+    failed: bool = False  # aborted (row allocation failed)
+    generated: int = 0
     dst: list[int] = field(default_factory=list)
 
+    @property
+    def pd(self) -> bool:
+        return self.meta is not None
 
-def make_hidden(params: SchedulerParams, pool: RowPool) -> torch.Tensor:
-    import torch  # here, not at module level: the instruction gate runs without torch
 
-    shape = (params.chunked_prefill_size, pool.shape.width)
+def make_hidden(scenario: Scenario, pool: RowPool) -> torch.Tensor:
+    """Stand-in for a forward's captured hidden states (chunk x width), on the pool's device."""
+    import torch  # here, not at module level: the core is torch-free
+
+    shape = (scenario.chunked_prefill_size, pool.shape.width)
     return torch.zeros(shape, dtype=pool.shape.dtype, device=pool.device)
 
 
-class VerificationError(AssertionError):
-    """A call site's answer disagrees with the harness's record (only with verify=True)."""
+def _poisson(rng: random.Random, rate: float) -> int:
+    """Arrivals in one iteration at `rate` per iteration (Knuth; normal beyond 30)."""
+    if rate > 30:
+        return max(0, round(rng.gauss(rate, math.sqrt(rate))))
+    limit, k, p = math.exp(-rate), 0, rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k
 
 
-class SyntheticScheduler:
+class SchedulerLoop:
+    """What every loop shares: the request stream, the call sites, finished requests kept for
+    a few iterations, queue samples, and closing down."""
+
     def __init__(
         self,
         strategy: Strategy,
-        params: SchedulerParams,
+        scenario: Scenario,
         pool: RowPool | HostPool,
         *,
+        pattern: str = "per_field",
+        seed: int = 0,
         verify: bool = False,
+        hidden: Any = None,
         sites: CallSites | None = None,
-        hidden: torch.Tensor | range | None = None,
+        request_attrs: int = DEFAULT_REQUEST_ATTRS,
     ) -> None:
+        if pattern not in PATTERNS:
+            raise ValueError(
+                f"unknown access pattern {pattern!r}; choose from {', '.join(PATTERNS)}"
+            )
         self.strategy = strategy
-        self.params = params
+        self.scenario = scenario
+        self.pattern = pattern
         self.pool = pool
-        self.device = pool.device
         self.verify = verify and strategy.holds_state
-        self.sites = sites or compile_callsites(strategy, params.pattern)
+        self.sites = sites or compile_callsites(strategy, pattern)
+        self.scan = self.sites.capture_layers(scenario.capture)
         self.allocator = IntervalAllocator(pool.shape.rows)
-        self.req_cls = make_request_class(strategy, n_attrs=params.request_attrs)
-        stream_params = StreamParams(
-            seed=params.seed,
-            pd_fraction=params.pd_fraction,
-            streaming=params.streaming,
-            token_ids_per_request=params.token_ids_per_request,
-            max_prompt_tokens=min(16384, pool.shape.rows),
+        self.req_cls = make_request_class(strategy, n_attrs=request_attrs)
+        # Request ids unique across every scheduler in this process (rid_dict keys by them).
+        rid_prefix = f"s{next(_SCHEDULER_SERIAL)}"
+        self._stream: Iterator[Arrival] = request_stream(
+            self.req_cls, scenario, seed, rid_prefix=rid_prefix
         )
-        self._stream: Iterator[Arrival] = make_stream(self.req_cls, stream_params)
-        self._rng = random.Random(params.seed)
-        # Stand-in for the forward's captured hidden states: allocated once, reused each step
-        # (schedulers measured side by side may share one).
-        if hidden is None:
-            assert not isinstance(pool, HostPool), "a HostPool needs hidden=host_hidden(...)"
-            hidden = make_hidden(params, pool)
-        self.hidden: Any = hidden  # a device tensor, or a range for a HostPool
-        self.bootstrap: deque[Tracked] = deque()
-        self.waiting: deque[Tracked] = deque()
-        self.inflight: deque[Tracked] = deque()
-        self.chunked: Tracked | None = None
+        self._rng = random.Random(seed + 1)
+        self.hidden: Any = hidden
         self.finished: deque[list[Tracked]] = deque()
+        self._retiring: list[Tracked] = []
+        self._batches: deque[list[list[int]]] = deque()
         self.step_no = 0
         self.completed = 0
-        self.tokens_prefilled = 0
-        self._prefill_population()
+        self.aborted = 0
+        self.admitted = 0
+        self._step_aborts = 0
+        self._prefill_batch = 0
 
-    # -- population -------------------------------------------------------------------------
+    # -- shared pieces ----------------------------------------------------------------------
 
-    @property
-    def live(self) -> int:
-        return (
-            len(self.bootstrap)
-            + len(self.waiting)
-            + len(self.inflight)
-            + (1 if self.chunked is not None else 0)
-        )
-
-    def _arrive(self) -> Tracked:
+    def _next(self) -> Tracked:
         a = next(self._stream)
-        return Tracked(req=a.req, prompt_len=a.prompt_len, meta=a.meta)
+        return Tracked(req=a.req, prompt_len=a.prompt_len, output_len=a.output_len, meta=a.meta)
 
-    def _prefill_population(self) -> None:
-        """Start at steady state: inflight (hidden already sent), waiting, then bootstrap."""
-        p = self.params
-        for _ in range(p.inflight_target):
-            t = self._arrive()
-            if t.meta is not None:  # bootstrapped, prefilled, hidden rows already sent
-                self.sites.bootstrap_finalize(t.req, t.meta, None, [], t.meta["target_layer_ids"])
-                self.sites.release_and_clear(t.req)
-            self.inflight.append(t)
-        for _ in range(WAITING_TARGET):
-            self.bootstrap.append(self._arrive())
-            self._finalize_oldest()
-        for _ in range(p.bootstrap_target):
-            self.bootstrap.append(self._arrive())
+    def _arrivals(self) -> int:
+        """Requests arriving this iteration at the scenario's rate (not for 'fill')."""
+        rate = self.scenario.arrival
+        assert not isinstance(rate, str)
+        return _poisson(self._rng, rate)
 
-    def _dst(self, t: Tracked) -> list[int]:
-        assert t.meta is not None
-        base = self._rng.randrange(1 << 20)
-        t.dst = list(range(base, base + t.meta["window_rows"]))
-        return t.dst
+    def _finish(self, done: list[Tracked]) -> None:
+        """End of life: the strategy's release now; the requests stay referenced until
+        keep_finished iterations later (last batch, overlap result queue)."""
+        for t in done:
+            self.strategy.release(t.req)
+        self.completed += len(done)
+        self._retiring.extend(done)
 
-    # -- lifecycle stages -------------------------------------------------------------------
+    def _retire(self) -> None:
+        """Once per iteration: age the finished requests; the oldest are dropped."""
+        self.finished.append(self._retiring)
+        self._retiring = []
+        while len(self.finished) > self.scenario.keep_finished:
+            self.finished.popleft()  # the last references go: requests are dropped here
 
-    def _finalize_oldest(self) -> bool:
-        """Bootstrap finalize of the oldest request; False when its rows are not free yet."""
-        t = self.bootstrap[0]
+    def _bookkeeping(self, batch_requests: int) -> None:
+        """The batch objects the real scheduler builds every iteration (per batch request:
+        scenario.batch_objects_per_request GC-tracked objects), referenced as long as the batch
+        is (keep_finished iterations: last batch, overlap result queue). They are the same for
+        every strategy; they give the collector what it meets in production: a steady flow of
+        young objects, some of which survive a collection."""
+        n = batch_requests * self.scenario.batch_objects_per_request
+        self._batches.append([[i] for i in range(n)])
+        while len(self._batches) > self.scenario.keep_finished + 1:
+            self._batches.popleft()
+
+    def _scan(self, reqs: list[Any]) -> list[int] | None:
+        layers = None
+        for _ in range(self.scenario.scans_per_forward):
+            layers = self.scan(reqs)
+        return layers
+
+    def step(self) -> None:
+        """One scheduler loop iteration."""
+        self._iterate()
+
+    def _iterate(self) -> None:
+        raise NotImplementedError
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            self.step()
+            self.worker_tick()
+
+    def worker_tick(self) -> None:
+        """What the transfer worker thread does between iterations (not the scheduler
+        thread's time: a step recorder calls it outside the timed step)."""
+
+    def queue_sample(self) -> dict[str, int]:
+        """This iteration's queue lengths (taken after the step, never timed)."""
+        raise NotImplementedError
+
+    def live_tracked(self) -> list[Tracked]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release every live request and its rows (strategies with side tables need it)."""
+        for t in self.live_tracked():
+            self.strategy.release(t.req)
+            if t.rows is not None:
+                self.allocator.free(t.rows)
+                t.rows = None
+        self.finished.clear()
+        self._retiring = []
+        self._batches.clear()
+
+
+class PrefillLoop(SchedulerLoop):
+    """The disaggregated prefill node (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.hidden is None:
+            assert not isinstance(self.pool, HostPool), "a HostPool needs hidden=host_hidden(...)"
+            self.hidden = make_hidden(self.scenario, self.pool)
+        self.bootstrap: deque[Tracked] = deque()
+        self.waiting: deque[Tracked] = deque()
+        self.inflight: list[Tracked] = []
+        self.chunked: Tracked | None = None
+        self._worker_frees: deque[tuple[int, list[int]]] = deque()  # (due step, rows)
+        self._failing: list[Tracked] = []  # bootstrap finalize failed: aborted next iteration
+        self.kv_used = 0
+        self.decode_reserved = 0
+        self.tokens_prefilled = 0
+        s = self.scenario
+        self._fill_tokens = s.chunked_prefill_size * (s.bootstrap_wait + 1)
+
+    def live_tracked(self) -> list[Tracked]:
+        live = [*self.bootstrap, *self.waiting, *self.inflight, *self._failing]
+        return live + ([self.chunked] if self.chunked is not None else [])
+
+    def queue_sample(self) -> dict[str, int]:
+        return {
+            "bootstrap": len(self.bootstrap),
+            "waiting": len(self.waiting),
+            "inflight": len(self.inflight),
+            "prefill_batch": self._prefill_batch,
+            "admitted": self.admitted,
+            "aborted": self._step_aborts,
+        }
+
+    # -- one iteration ----------------------------------------------------------------------
+
+    def _iterate(self) -> None:
+        self.step_no += 1
+        self._step_aborts = 0
+        self.admitted = 0
+        self._receive()
+        self._abort_failed()
+        self._pop_bootstrapped()
+        self._send_previous_chunk()
+        batch = self._form_batch()
+        self._prefill_batch = len(batch)
+        self._bookkeeping(len(batch))
+        if batch:
+            capturing = self._scan([t.req for t, *_ in batch]) is not None
+            if self.verify and capturing != (
+                self.scenario.hidden_transfer and any(t.pd for t, *_ in batch)
+            ):
+                raise VerificationError(f"capture scan at step {self.step_no}: {capturing}")
+            self._process_result(batch, capturing)
+        self._process_inflight()
+        self._retire()
+
+    def _backlog_tokens(self) -> int:
+        queued = sum(t.prompt_len for t in self.bootstrap) + sum(t.prompt_len for t in self.waiting)
+        if self.chunked is not None:
+            queued += self.chunked.prompt_len - self.chunked.prefilled
+        return queued
+
+    def _receive(self) -> None:
+        if self.scenario.arrival == "fill":
+            backlog = self._backlog_tokens()
+            while backlog < self._fill_tokens:
+                t = self._admit()
+                backlog += t.prompt_len
+        else:
+            for _ in range(self._arrivals()):
+                self._admit()
+
+    def _admit(self) -> Tracked:
+        t = self._next()
+        t.ready_step = self.step_no + self.scenario.bootstrap_wait
         if t.meta is not None:
-            src = None
-            if not self.params.streaming:
-                src = self.allocator.alloc(t.meta["hidden_len"])
-                if src is None:
-                    return False  # head-of-line waits for rows, as the real queue does
-                t.rows = src
-            self.sites.bootstrap_finalize(
-                t.req, t.meta, src, self._dst(t), t.meta["target_layer_ids"]
-            )
-        self.bootstrap.popleft()
-        self.waiting.append(t)
-        return True
+            t.window = int(t.meta["window_rows"])
+        self.bootstrap.append(t)
+        self.admitted += 1
+        return t
+
+    def _abort_failed(self) -> None:
+        """handle_bootstrap_failure (prefill.py:1712-1746): release (11 lookups) and abort."""
+        if not self._failing:
+            return
+        failed, self._failing = self._failing, []
+        for t in failed:
+            self.sites.release_metadata(t.req)
+            self.decode_reserved -= t.window
+        self.aborted += len(failed)
+        self._step_aborts += len(failed)
+        self._finish(failed)
+
+    def _pop_bootstrapped(self) -> None:
+        """Finalize every request whose decode-side metadata has arrived; others stay."""
+        s = self.scenario
+        keep: deque[Tracked] = deque()
+        while self.bootstrap:
+            t = self.bootstrap.popleft()
+            if self.step_no < t.ready_step or (
+                t.pd and self.decode_reserved + t.window > s.decode_pool_rows
+            ):
+                keep.append(t)  # still Bootstrapping (decode prealloc waits, decode.py:1254)
+                continue
+            if t.meta is not None and s.hidden_transfer:
+                self.decode_reserved += t.window
+                rows = None
+                if not s.streaming:
+                    rows = self.allocator.alloc(int(t.meta["hidden_len"]))
+                    if rows is None:  # prefill.py:562-577: abort
+                        t.failed = True
+                        self._failing.append(t)
+                        continue
+                    t.rows = rows
+                base = self._rng.randrange(1 << 20)
+                t.dst = list(range(base, base + t.window))
+                self.sites.bootstrap_finalize(
+                    t.req, t.meta, rows, t.dst, t.meta["target_layer_ids"]
+                )
+            self.waiting.append(t)
+        self.bootstrap = keep
+
+    def _send_previous_chunk(self) -> None:
+        """process_prefill_chunk (prefill.py:1813): the chunked request's last chunk goes out."""
+        t = self.chunked
+        if t is None:
+            return
+        chunk_meta, _payload = self.sites.send_kv_chunk(t.req, False, self.scenario.hidden_transfer)
+        self._after_send(t, chunk_meta)
 
     def _form_batch(self) -> list[tuple[Tracked, int, int, int]]:
-        """Up to chunked_prefill_size tokens: the chunked request first, then waiting ones."""
-        budget = self.params.chunked_prefill_size
+        """Up to chunked_prefill_size tokens: the chunked request first, then waiting ones whose
+        KV fits. (request, chunk start, chunk length, batch offset)."""
+        s = self.scenario
+        budget = s.chunked_prefill_size
         batch: list[tuple[Tracked, int, int, int]] = []
         offset = 0
         while budget > 0:
             if self.chunked is not None:
                 t, self.chunked = self.chunked, None
-            elif self.waiting:
+            elif self.waiting and self.kv_used + self.waiting[0].prompt_len <= s.kv_capacity_tokens:
                 t = self.waiting.popleft()
+                t.kv_tokens = t.prompt_len
+                self.kv_used += t.kv_tokens
             else:
                 break
             take = min(t.prompt_len - t.prefilled, budget)
@@ -225,118 +396,273 @@ class SyntheticScheduler:
         self.tokens_prefilled += offset
         return batch
 
-    def _chunk_writes(
-        self, batch: list[tuple[Tracked, int, int, int]]
-    ) -> tuple[list[tuple[Any, int, int, int, list[int] | None]], dict[int, tuple]]:
-        """Entries for the call site, and the truth of what each PD request writes."""
-        entries = []
-        truth: dict[int, tuple[list[int], int, int]] = {}
-        for t, start, length, offset in batch:
-            new_rows = None
-            if t.meta is not None:
-                h0 = t.meta["hidden_start"]
-                h1 = h0 + t.meta["hidden_len"]
-                w0, w1 = max(start, h0), min(start + length, h1)
-                if w1 > w0:
-                    if self.params.streaming:
-                        new_rows = self.allocator.alloc(w1 - w0)
-                        if new_rows is None:
-                            raise RuntimeError("row pool exhausted in streaming mode")
-                        t.rows = new_rows
-                        indices = new_rows
-                    else:
-                        assert t.rows is not None
-                        indices = t.rows[w0 - h0 : w1 - h0]
-                    row_lo = offset + w0 - start
-                    truth[id(t.req)] = (indices, row_lo, row_lo + w1 - w0)
-            entries.append((t.req, start, length, offset, new_rows))
-        return entries, truth
+    def _chunk_rows(self, t: Tracked, start: int, length: int) -> int:
+        if t.meta is None:
+            return 0
+        h0 = int(t.meta["hidden_start"])
+        h1 = h0 + int(t.meta["hidden_len"])
+        return max(0, min(start + length, h1) - max(start, h0))
 
-    def _prefill(self) -> None:
-        batch = self._form_batch()
-        if not batch:
-            return
-        reqs = [t.req for t, *_ in batch]
-        # forward-batch init: both variants of "which capture layers does this batch need?"
-        self.sites.capture_layers_get(reqs)
-        self.sites.capture_layers_peek(reqs)
-        entries, truth = self._chunk_writes(batch)
-        done = self.sites.write_hidden_rows(entries)
+    def _process_result(self, batch: list[tuple[Tracked, int, int, int]], capturing: bool) -> None:
+        s = self.scenario
+        streaming_pd = s.streaming and s.hidden_transfer
+        entries = []
+        for t, start, length, _offset in batch:
+            new_rows = None
+            if streaming_pd and t.pd and not t.failed:
+                n = self._chunk_rows(t, start, length)
+                if n:
+                    new_rows = self.allocator.alloc(n)
+                    if new_rows is None:  # fail_pd_hidden_transfer (prefill.py:1319)
+                        t.failed = True
+                    t.rows = new_rows
+            entries.append((t.req, start, length, new_rows))
+        done = self.sites.write_hidden_rows(entries, capturing)
+        # The device copy follows the harness's record, the same for every strategy (control's
+        # call sites report nothing); with verify the call sites' answer must match it.
+        truth = self._writes(batch)
         if self.verify:
             got = {id(r): (list(ix), lo, hi) for r, ix, lo, hi in done}
-            if got != {k: (list(v[0]), v[1], v[2]) for k, v in truth.items()}:
+            want = {key: (list(ix), lo, hi) for key, (ix, lo, hi, _base) in truth.items()}
+            if got != want:
                 raise VerificationError(f"write_hidden_rows disagrees at step {self.step_no}")
-        for indices, row_lo, row_hi in truth.values():
-            self.pool.write(indices, self.hidden[row_lo:row_hi])
-        for t, start, length, _ in batch:
-            if self.params.streaming and t.meta is not None and id(t.req) in truth:
-                sent = self.sites.owner_direct_send(t.req)
-                if self.verify and (sent is None or sent[0] != t.rows):
-                    raise VerificationError(f"owner_direct_send rows of {t.req.rid}")
-                assert t.rows is not None
-                self.allocator.free(t.rows)
-                t.rows = None
-            self.sites.send_kv_chunk(t.req)
-            if start + length >= t.prompt_len:
-                t.hidden_due_step = self.step_no + self.params.hidden_done_steps
-                self.inflight.append(t)
+        for indices, lo, hi, base in truth.values():
+            self.pool.write(indices, self.hidden[base + lo : base + hi])
+        for t, *_ in batch:
+            written = truth.get(id(t.req))
+            t.current = written[0] if written else None
+        for t, start, length, _offset in batch:
+            if start + length < t.prompt_len:
+                continue  # middle chunk: sent at the next iteration
+            t.done_step = self.step_no + s.inflight_residence
+            self.inflight.append(t)
+            if t.failed:
+                continue  # is_pd_hidden_transfer_failed: straight to the inflight queue
+            chunk_meta, _payload = self.sites.send_kv_chunk(t.req, True, s.hidden_transfer)
+            self._after_send(t, chunk_meta)
+            if t.rows is not None and not s.streaming:
+                t.hidden_done_step = self.step_no + s.ack_delay
 
-    def _poll_inflight(self) -> None:
+    def _writes(
+        self, batch: list[tuple[Tracked, int, int, int]]
+    ) -> dict[int, tuple[list[int], int, int, int]]:
+        """What each request's chunk writes into the pool, from the record: rows, chunk-relative
+        range, batch offset (keyed by id of the request). The forward captures when the batch
+        holds a finalized PD request, whatever a strategy (control) answers."""
+        out: dict[int, tuple[list[int], int, int, int]] = {}
+        if not self.scenario.hidden_transfer:
+            return out
+        for t, start, length, offset in batch:
+            n = self._chunk_rows(t, start, length)
+            if not n or t.failed or t.meta is None:
+                continue
+            h0 = int(t.meta["hidden_start"])
+            lo = max(start, h0) - start
+            if self.scenario.streaming:
+                rows = list(t.rows or [])
+            else:
+                local = max(start, h0) - h0
+                rows = (t.rows or [])[local : local + n]
+            out[id(t.req)] = (rows, lo, lo + n, offset)
+        return out
+
+    def _after_send(self, t: Tracked, chunk_meta: Any) -> None:
+        """Check what the send reported; streaming: a sent chunk's rows are freed by the
+        transfer worker once the decode side ACKs it (hidden_events.py:414-436)."""
+        if self.verify:
+            want = None
+            if t.current is not None:
+                want = t.current if self.scenario.streaming else t.rows
+            got = None if chunk_meta is None else chunk_meta[3]
+            if got != want:
+                raise VerificationError(f"send_kv_chunk of {t.req.rid}: {chunk_meta}")
+        t.current = None
+        if self.scenario.streaming and t.rows is not None:
+            self._worker_frees.append((self.step_no + self.scenario.ack_delay, t.rows))
+            t.rows = None
+
+    def _process_inflight(self) -> None:
         step = self.step_no
-        for t in self.inflight:
-            held = self.sites.hidden_rows_held(t.req)
-            if self.verify and held != (t.rows is not None):
-                raise VerificationError(f"hidden_rows_held of {t.req.rid}: {held}")
-            if t.rows is not None and step >= t.hidden_due_step:
-                rows = self.sites.release_and_clear(t.req)
-                if self.verify and rows != t.rows:
-                    raise VerificationError(f"release_and_clear rows of {t.req.rid}")
-                self.allocator.free(t.rows)
-                t.rows = None
-
-    def _complete(self) -> None:
         done: list[Tracked] = []
-        while len(self.inflight) > self.params.inflight_target:
-            head = self.inflight[0]
-            if head.rows is not None:  # KV can't finish before the hidden rows are released
-                break
-            self.inflight.popleft()
-            self.strategy.release(head.req)
-            done.append(head)
-        self.completed += len(done)
-        self.finished.append(done)
-        while len(self.finished) > self.params.keep_finished_steps:
-            self.finished.popleft()  # the last references go: requests are dropped here
-
-    # -- one iteration ----------------------------------------------------------------------
-
-    def step(self) -> None:
-        """One scheduler loop iteration."""
-        self.step_no += 1
-        while self.live < self.params.live_requests:
-            self.bootstrap.append(self._arrive())
-        while len(self.bootstrap) > self.params.bootstrap_target:
-            if not self._finalize_oldest():
-                break
-        self._prefill()
-        self._poll_inflight()
-        self._complete()
-
-    def run(self, steps: int) -> None:
-        for _ in range(steps):
-            self.step()
-
-    def close(self) -> None:
-        """Release every live request and its rows (strategies with side tables need it)."""
-        live = [*self.bootstrap, *self.waiting, *self.inflight]
-        if self.chunked is not None:
-            live.append(self.chunked)
-        for t in live:
-            self.strategy.release(t.req)
+        undone: list[Tracked] = []
+        for t in self.inflight:
+            hidden_done = t.rows is not None and 0 <= t.hidden_done_step <= step
+            cleared = self.sites.release_on_hidden_done(t.req, hidden_done)
+            if self.verify and cleared != hidden_done:
+                raise VerificationError(f"release_on_hidden_done of {t.req.rid}: {cleared}")
+            if hidden_done:  # the transfer worker frees them (hidden_events.py:84-94)
+                self._worker_frees.append((self.step_no, t.rows or []))
+                t.rows = None
+            if step >= t.done_step or t.failed:
+                done.append(t)
+            else:
+                undone.append(t)
+        self.inflight = undone
+        for t in done:
+            rows = self.sites.release_metadata(t.req)
+            if self.verify and (rows or None) != (t.rows or None):
+                raise VerificationError(f"release_metadata rows of {t.req.rid}: {rows}")
             if t.rows is not None:
                 self.allocator.free(t.rows)
                 t.rows = None
-        for queue in (self.bootstrap, self.waiting, self.inflight):
-            queue.clear()
+            self.kv_used -= t.kv_tokens
+            self.decode_reserved -= t.window
+            if t.failed:
+                self.aborted += 1
+                self._step_aborts += 1
+        self._finish(done)
+
+    def worker_tick(self) -> None:
+        """The transfer worker thread: frees rows whose chunk was ACKed (streaming) or whose
+        hidden transfer finished (whole mode). Its Python work holds the GIL, but not inside the
+        scheduler's iteration, so step recorders call it outside the timed step."""
+        while self._worker_frees and self._worker_frees[0][0] <= self.step_no:
+            self.allocator.free(self._worker_frees.popleft()[1])
+
+    def close(self) -> None:
+        super().close()
+        while self._worker_frees:
+            self.allocator.free(self._worker_frees.popleft()[1])
+        self.bootstrap.clear()
+        self.waiting.clear()
+        self.inflight = []
+        self._failing = []
         self.chunked = None
-        self.finished.clear()
+
+
+class DecodeLoop(SchedulerLoop):
+    """The decode node, and (colocated=True) a server mixing prefill chunks into decode."""
+
+    def __init__(self, *args: Any, colocated: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.colocated = colocated
+        self.running: list[Tracked] = []
+        self.waiting: deque[Tracked] = deque()
+        self.chunked: Tracked | None = None
+        self._token = 1
+        self._start_stationary()
+
+    def _start_stationary(self) -> None:
+        """A full batch whose requests are part-way through their outputs, as in steady state
+        (otherwise all B would finish together, and the run would measure a transient)."""
+        for _ in range(self.scenario.decode_batch):
+            t = self._next()
+            t.generated = self._rng.randrange(t.output_len)
+            self.running.append(t)
+
+    def live_tracked(self) -> list[Tracked]:
+        live = [*self.running, *self.waiting]
+        return live + ([self.chunked] if self.chunked is not None else [])
+
+    def queue_sample(self) -> dict[str, int]:
+        return {
+            "waiting": len(self.waiting),
+            "decode_batch": len(self.running),
+            "prefill_batch": self._prefill_batch,
+            "admitted": self.admitted,
+            "aborted": 0,
+        }
+
+    def _iterate(self) -> None:
+        self.step_no += 1
+        self.admitted = 0
+        prefill: list[Tracked] = []
+        if self.colocated:
+            self._receive_colocated()
+            prefill = self._form_prefill()
+        else:
+            self._admit_decode()
+        self._prefill_batch = len(prefill)
+        reqs = [t.req for t in self.running] + [t.req for t in prefill]
+        self._bookkeeping(len(reqs))
+        layers = self._scan(reqs)
+        if self.verify and layers is not None:
+            raise VerificationError(f"decode scan found layers at step {self.step_no}")
+        token = self._token = (self._token * 1103515245 + 12345) & 0x7FFF
+        finished: list[Tracked] = []
+        still: list[Tracked] = []
+        for t in self.running:
+            t.req.output_ids.append(token)
+            t.generated += 1
+            (finished if t.generated >= t.output_len else still).append(t)
+        for t in prefill:
+            if t.prefilled >= t.prompt_len:  # prefill done: first token, then decode
+                t.req.output_ids.append(token)
+                t.generated = 1
+                (finished if t.generated >= t.output_len else still).append(t)
+        self.running = still
+        self._finish(finished)
+        self._retire()
+
+    def close(self) -> None:
+        super().close()
+        self.running = []
+        self.waiting.clear()
+        self.chunked = None
+
+    def _admit_decode(self) -> None:
+        s = self.scenario
+        if s.arrival == "fill":
+            n = s.decode_batch - len(self.running)
+        else:
+            n = min(self._arrivals(), s.decode_batch - len(self.running))
+        for _ in range(max(0, n)):
+            self.running.append(self._next())
+        self.admitted = max(0, n)
+
+    def _receive_colocated(self) -> None:
+        s = self.scenario
+        if s.arrival == "fill":
+            queued = sum(t.prompt_len for t in self.waiting)
+            while queued < s.chunked_prefill_size:
+                t = self._next()
+                self.waiting.append(t)
+                queued += t.prompt_len
+                self.admitted += 1
+        else:
+            for _ in range(self._arrivals()):
+                self.waiting.append(self._next())
+                self.admitted += 1
+
+    def _form_prefill(self) -> list[Tracked]:
+        """A chunk of prefill mixed into the decode forward, while the running batch has room."""
+        s = self.scenario
+        budget = s.chunked_prefill_size
+        batch: list[Tracked] = []
+        while budget > 0:
+            if self.chunked is not None:
+                t, self.chunked = self.chunked, None
+            elif self.waiting and len(self.running) + len(batch) < s.decode_batch:
+                t = self.waiting.popleft()
+            else:
+                break
+            take = min(t.prompt_len - t.prefilled, budget)
+            t.prefilled += take
+            budget -= take
+            batch.append(t)
+            if t.prefilled < t.prompt_len:
+                self.chunked = t
+        return batch
+
+
+def warmup_steps(scenario: Scenario) -> int:
+    """Untimed iterations before a scheduler is measured: long enough for every queue to be in
+    steady state, at least 10. A prefill node starts empty: the first arrivals all become ready
+    together after bootstrap_wait and drain for as long again before the bootstrap queue holds
+    its steady share, then a request's inflight life follows."""
+    if scenario.loop != "prefill":
+        return 10  # decode loops start with a stationary batch
+    s = scenario
+    return 10 + 2 * s.bootstrap_wait + s.inflight_residence + s.ack_delay + s.keep_finished
+
+
+def make_scheduler(
+    strategy: Strategy,
+    scenario: Scenario,
+    pool: RowPool | HostPool,
+    **kwargs: Any,
+) -> SchedulerLoop:
+    """The loop a scenario runs: prefill, decode, or colocated."""
+    if scenario.loop == "prefill":
+        return PrefillLoop(strategy, scenario, pool, **kwargs)
+    return DecodeLoop(strategy, scenario, pool, colocated=scenario.loop == "colocated", **kwargs)

@@ -1,4 +1,4 @@
-"""A synthetic request mirroring SGLang's `Req`, and a seeded generator of request streams.
+"""A synthetic request mirroring SGLang's `Req` (the arrival stream is bench/core/arrivals.py).
 
 SGLang's Req is a plain class (no __slots__, no __eq__/__hash__, hashed by identity) whose
 __init__ sets about 135-145 instance attributes of mixed types. The class here is generated
@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import copy
 import linecache
-import math
-import random
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Mapping
 from typing import Any
 
 from strategies import Strategy
@@ -42,7 +40,7 @@ _ATTRS: tuple[tuple[str, str], ...] = (
     ("origin_input_text", "''"),
     ("origin_input_ids_unpadded", "input_ids"),
     ("origin_input_ids", "input_ids"),
-    ("output_ids", "[]"),
+    ("output_ids", "array('q')"),  # schedule_batch.py:774 at c96e68b62b: array('q')
     ("fill_ids", "[]"),
     ("session_id", "None"),
     ("input_embeds", "None"),
@@ -216,7 +214,7 @@ def make_request_class(
         "    prompt_len = len(input_ids)",
     ]
     lines += [f"    self.{name} = {expr}" for name, expr in table]
-    namespace: dict[str, Any] = {"SamplingParams": SamplingParams}
+    namespace: dict[str, Any] = {"SamplingParams": SamplingParams, "array": array}
     for i, (name, value) in enumerate(init_fields.items()):
         if value is None or isinstance(value, (bool, int, float, str)):
             lines.append(f"    self.{name} = {value!r}")
@@ -236,92 +234,6 @@ def make_request_class(
     }
     cls_dict.update(class_fields)
     return type(f"Req_{suffix}", (), cls_dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class StreamParams:
-    """How requests arrive. Defaults follow WORKLOAD.md where it gives a number."""
-
-    seed: int = 0
-    # Prompt lengths: log-normal around 4k tokens, clipped to [256, max_prompt_tokens]. A
-    # prefill batch then holds ~1-4 long requests at chunked_prefill_size 8192.
-    prompt_median_tokens: int = 4096
-    prompt_sigma: float = 0.8
-    min_prompt_tokens: int = 256
-    max_prompt_tokens: int = 16384
-    # Decode-side cached prefix, as a fraction of the prompt (uniform in [0, max)).
-    max_cached_prefix_frac: float = 0.5
-    # Share of requests that take part in PD hidden transfer. WORKLOAD.md gives no number;
-    # half makes both the "uses it" and the "scan creates an empty state" paths common.
-    pd_fraction: float = 0.5
-    # Token ids kept on each request (origin_input_ids). The real list has prompt_len ints;
-    # capping it keeps 65,536 live requests within this machine's memory.
-    token_ids_per_request: int = 64
-    max_new_tokens: int = 1
-    capture_layer_ids: tuple[int, ...] = (40, 41, 42)
-    hidden_size: int = 7168
-    streaming: bool = False
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.pd_fraction <= 1.0:
-            raise ValueError(f"pd_fraction must be within [0, 1], got {self.pd_fraction}")
-        if not 0.0 <= self.max_cached_prefix_frac < 1.0:
-            raise ValueError("max_cached_prefix_frac must be within [0, 1)")
-        if not 0 < self.min_prompt_tokens <= self.max_prompt_tokens:
-            raise ValueError("need 0 < min_prompt_tokens <= max_prompt_tokens")
-
-
-@dataclass
-class Arrival:
-    """One request as the scheduler receives it, with the decode side's PD-hidden metadata."""
-
-    req: Any
-    prompt_len: int
-    uses_pd: bool
-    meta: dict[str, Any] | None = field(default=None)
-
-
-def dspark_meta(p: StreamParams, prompt_len: int, cached_prefix: int) -> dict[str, Any]:
-    """The ~10-key metadata dict the decode side sends (copied into the state at bootstrap)."""
-    hidden_len = prompt_len - cached_prefix
-    window = min(hidden_len, 2048) if p.streaming else hidden_len
-    return {
-        "hidden_start": cached_prefix,
-        "hidden_len": hidden_len,
-        "streaming": p.streaming,
-        "window_rows": window,
-        "radix_policy": "lru",
-        "pp_slices": [{"rank": 0, "layers": list(p.capture_layer_ids)}],
-        "dst_indices": None,
-        "hidden_size": p.hidden_size,
-        "target_layer_ids": list(p.capture_layer_ids),
-        "bootstrap_room": 0,
-    }
-
-
-def request_stream(req_cls: type, p: StreamParams) -> Iterator[Arrival]:
-    """An endless, seeded stream of arrivals; same seed, same stream, for every strategy."""
-    rng = random.Random(p.seed)
-    mu = math.log(p.prompt_median_tokens)
-    # Token ids are slices of one seeded pool: realistic list objects without paying for
-    # token_ids_per_request random draws per request.
-    token_pool = [rng.randrange(32000) for _ in range(4096 + p.token_ids_per_request)]
-    n = 0
-    while True:
-        prompt_len = int(rng.lognormvariate(mu, p.prompt_sigma))
-        prompt_len = max(p.min_prompt_tokens, min(p.max_prompt_tokens, prompt_len))
-        cached = int(prompt_len * rng.random() * p.max_cached_prefix_frac)
-        uses_pd = rng.random() < p.pd_fraction
-        offset = rng.randrange(4096)
-        ids = token_pool[offset : offset + min(prompt_len, p.token_ids_per_request)]
-        req = req_cls(f"req-{p.seed}-{n}", ids, p.max_new_tokens)
-        n += 1
-        yield Arrival(
-            req=req,
-            prompt_len=prompt_len,
-            uses_pd=uses_pd,
-            meta=dspark_meta(p, prompt_len, cached) if uses_pd else None,
-        )
 
 
 assert not set(FIELD_DEFAULTS) & {name for name, _ in _ATTRS}, "field names clash with Req"

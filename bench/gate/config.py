@@ -2,14 +2,13 @@
 
 [tool.reqstate-bench.gate]
 strategies = ["weakkey", "declared"]   # whose hot path is gated
-patterns = ["per_field", "cached"]     # step benchmarks: step/<strategy>/pattern=<p>
+patterns = ["per_field", "cached"]     # step/<strategy>/scenario=<s>/pattern=<p>
 lookup_ops = ["get_hit"]               # lookup benchmarks: lookup/<s>/op=<op>/live=<n>
 lookup_live = 10000
 threshold_pct = 5.0                    # wall-clock: fail above max(this, A/A noise)
 instruction_threshold_pct = 1.0        # instruction mode
 rounds = 8                             # wall-clock: base/candidate/A-A process triples
-live_requests = 4096                   # wall-clock scheduler size
-instr_live_requests = 256              # instruction mode (callgrind is ~50x slower)
+scenario = "prefill-dspark"            # the scheduler scenario of the step benchmarks
 instr_steps = 20
 instr_lookup_live = 2000
 instr_lookup_passes = 3
@@ -30,7 +29,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from bench.config import check_positive_ints
-from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
+from bench.core import scenarios
 from bench.errors import UsageError
 from bench.names import BenchName
 
@@ -38,16 +37,15 @@ from bench.names import BenchName
 @dataclass(frozen=True, kw_only=True)
 class GateConfig:
     strategies: tuple[str, ...] = ("weakkey", "declared")  # whose hot path is gated
-    patterns: tuple[str, ...] = ("per_field", "cached")  # step/<strategy>/pattern=<p>
+    patterns: tuple[str, ...] = ("per_field", "cached")  # step/<s>/scenario=<x>/pattern=<p>
     lookup_ops: tuple[str, ...] = ("get_hit",)  # lookup/<strategy>/op=<op>/live=<n>
     lookup_live: int = 10_000  # live requests in the gated lookups (wall clock)
     threshold_pct: float = 5.0  # wall clock: fail above max(this, A/A noise)
     instruction_threshold_pct: float = 1.0  # instruction mode: fail above this
     rounds: int = 8  # wall clock: base / candidate / A-A process triples
-    live_requests: int = DEFAULT_LIVE_REQUESTS  # wall-clock scheduler size
+    scenario: str = "prefill-dspark"  # the scheduler scenario of the step benchmarks
     steps_per_value: int = 50  # scheduler steps per value
     values: int = 6  # values per worker process (8 x 6 = 48 per side)
-    instr_live_requests: int = 256  # instruction mode: callgrind runs Python ~50x slower
     instr_steps: int = 20  # scheduler steps counted per step benchmark
     instr_lookup_live: int = 2000  # live requests of the counted lookups
     instr_lookup_passes: int = 3  # get passes counted per lookup benchmark
@@ -57,7 +55,11 @@ class GateConfig:
 
     def benchmarks(self, mode: str) -> list[str]:
         live = self.instr_lookup_live if mode == "instructions" else self.lookup_live
-        names = [BenchName.of("step", s, pattern=p) for s in self.strategies for p in self.patterns]
+        names = [
+            BenchName.of("step", s, scenario=self.scenario, pattern=p)
+            for s in self.strategies
+            for p in self.patterns
+        ]
         names += [
             BenchName.of("lookup", s, op=op, live=live)
             for s in self.strategies
@@ -73,14 +75,14 @@ class GateConfig:
         """What must match for two gate results to be comparable."""
         keep = (
             [
-                "instr_live_requests",
+                "scenario",
                 "instr_steps",
                 "instr_lookup_live",
                 "instr_lookup_passes",
                 "seed",
             ]
             if mode == "instructions"
-            else ["live_requests", "steps_per_value", "values", "lookup_live", "seed"]
+            else ["scenario", "steps_per_value", "values", "lookup_live", "seed"]
         )
         d = asdict(self)
         return {"mode": mode, "benchmarks": self.benchmarks(mode), **{k: d[k] for k in keep}}
@@ -113,4 +115,8 @@ def load_gate_config(pyproject: Path, **overrides: Any) -> GateConfig:
         raise UsageError("gate values must be at least 3")
     if not config.strategies:
         raise UsageError("gate strategies must not be empty")
+    try:
+        scenarios.get(config.scenario)
+    except ValueError as exc:
+        raise UsageError(f"gate {exc}") from None
     return config

@@ -4,7 +4,7 @@
 
 (bench/instr_target.py runs this module's main: gates invoke it by that path in other trees.)
 
-BENCHMARK is a gate benchmark name: step/<strategy>/pattern=<p> or
+BENCHMARK is a gate benchmark name: step/<strategy>/scenario=<s>/pattern=<p> or
 lookup/<strategy>/op=get_hit/live=<n>. The target builds the same setup whatever N is, then runs
 N iterations (scheduler steps, or passes of get over the live requests). The gate runs it twice,
 with N = 0 and N = iterations, and takes the difference of callgrind's totals: the instructions
@@ -19,18 +19,15 @@ import gc
 import sys
 
 from bench.core.hostpool import HostPool, host_hidden
-from bench.core.scheduler import SchedulerParams, SyntheticScheduler
+from bench.core.scenarios import get as get_scenario
+from bench.core.scheduler import make_scheduler, warmup_steps
 from bench.core.workload import make_request_class
 from bench.names import BenchName
 from strategies import Strategy, load_builtin, load_external
 
-# Pool rows for the host pool: WORKLOAD.md's default, as on the device.
-POOL_ROWS = 16384
-CHUNKED_PREFILL_SIZE = 8192
-
 
 def parse_benchmark(name: str) -> BenchName:
-    """A gate benchmark: step/<strategy>/pattern=<p> or lookup/<strategy>/op=get_hit/live=<n>."""
+    """A gate benchmark: step/<s>/scenario=<x>/pattern=<p> or lookup/<s>/op=get_hit/live=<n>."""
     bench = BenchName.parse(name)
     if bench.kind not in ("step", "lookup"):
         raise ValueError(f"not a gate benchmark name: {name!r}")
@@ -55,15 +52,16 @@ def run(
     # history; the gate takes the median over a few deliberate shifts of it.
     ballast: list[object] = [bytes(8 + (i * 37) % 200) for i in range(heap_shift * 997)]
     if bench.kind == "step":
-        sp = SchedulerParams(
-            live_requests=live,
-            chunked_prefill_size=CHUNKED_PREFILL_SIZE,
+        scenario = get_scenario(bench["scenario"])
+        sched = make_scheduler(
+            strategy,
+            scenario,
+            HostPool(scenario.pool_rows),
             pattern=bench["pattern"],
             seed=seed,
+            hidden=host_hidden(scenario.chunked_prefill_size),
         )
-        sched = SyntheticScheduler(
-            strategy, sp, HostPool(POOL_ROWS), hidden=host_hidden(CHUNKED_PREFILL_SIZE)
-        )
+        sched.run(warmup_steps(scenario))  # in both the 0- and the N-iteration runs
         sched.run(iterations)
         return ballast
     n = bench.int("live")

@@ -23,14 +23,14 @@ from pathlib import Path
 from bench.gate.git import snapshot
 from bench.storage import ROOT
 
-_STEP_DEF = '    def step(self) -> None:\n        """One scheduler loop iteration."""\n'
+_STEP_DEF = '    def step(self) -> None:\n        """One scheduler loop iteration."""\n'  # SchedulerLoop.step
 
 
 def _inject(tree: Path, slowdown_pct: float) -> None:
     path = tree / "bench" / "core" / "scheduler.py"
     src = path.read_text()
     if _STEP_DEF not in src:
-        raise SystemExit("cannot find SyntheticScheduler.step to inject a slowdown into")
+        raise SystemExit("cannot find SchedulerLoop.step to inject a slowdown into")
     wrapper = (
         "    def step(self) -> None:\n"
         "        import time as _t\n"

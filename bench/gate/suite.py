@@ -43,13 +43,15 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     gate = cfg.extra.get("gate", {})
     ops = tuple(gate.get("lookup_ops", ("get_hit",)))
     live = int(gate.get("lookup_live", 10_000))
+    (case,) = cfg.cases()  # the gate measures one scenario
     with GcProbe() as probe:
         recorders = build_recorders(
             ctx,
             out,
             kind="step",
+            scenario=case[0],
+            extra_params=case[1],
             patterns=cfg.patterns,
-            live_requests=cfg.live_requests,
             probe=probe,
             keep_steps=False,
         )

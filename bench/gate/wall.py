@@ -32,7 +32,7 @@ def worker_config(cfg: GateConfig) -> RunConfig:
         workers=1,
         warmup_values=1,
         values=cfg.values,
-        live_requests=cfg.live_requests,
+        scenarios=(cfg.scenario,),
         steps_per_value=cfg.steps_per_value,
         patterns=cfg.patterns,
         seed=cfg.seed,

@@ -1,7 +1,7 @@
 """`python -m bench profile`: the subcommand, registered by bench/cli.py through register().
 
     python -m bench profile (--strategy NAME[,NAME...] ... | --all) [--native] [--duration-s S]
-        [--requests N] [--pattern per_field|cached] [--device auto|cpu|cuda] [--rate-hz HZ]
+        [--scenario NAME] [--pattern per_field|cached] [--device auto|cpu|cuda] [--rate-hz HZ]
         [--run RUN_DIR | --output-dir DIR]
 
 Output goes to <run folder>/profile/: an existing run folder with --run, else a new one under
@@ -15,7 +15,6 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bench.core.scheduler import DEFAULT_LIVE_REQUESTS
 from bench.errors import EXIT_FAILED, EXIT_OK, UsageError
 from bench.profiling.run import (
     SHARES_FILE,
@@ -66,11 +65,10 @@ def register(
         help="seconds of loop per strategy (10)",
     )
     p.add_argument(
-        "--requests",
-        type=int,
-        default=DEFAULT_LIVE_REQUESTS,
-        metavar="N",
-        help=f"live requests ({DEFAULT_LIVE_REQUESTS})",
+        "--scenario",
+        default="prefill-dspark",
+        metavar="NAME",
+        help="scheduler scenario whose loop is profiled (prefill-dspark; python -m bench scenarios)",
     )
     p.add_argument("--pattern", default="per_field", help="access pattern: per_field or cached")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
@@ -98,7 +96,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         names = [n for group in args.strategy for n in group]
     settings = ProfileSettings(
         duration_s=args.duration_s,
-        live_requests=args.requests,
+        scenario=args.scenario,
         pattern=args.pattern,
         device=args.device,
         rate_hz=args.rate_hz,

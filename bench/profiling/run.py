@@ -25,9 +25,8 @@ from typing import Any
 
 import torch
 
-from bench.config import MAX_LIVE_REQUESTS
+from bench.core import scenarios
 from bench.core.callsites import PATTERNS
-from bench.core.scheduler import DEFAULT_LIVE_REQUESTS, SchedulerParams
 from bench.errors import UsageError
 from bench.profiling.render import flamegraph_svg, to_speedscope
 from bench.profiling.stacks import (
@@ -44,7 +43,6 @@ from bench.timing import resolve_device
 from strategies import StrategyError, resolve
 
 SHARES_FILE = "shares.json"
-MIN_LIVE_REQUESTS = 16
 # Time allowed for the target's imports, scheduler build and warm-up, on top of the loop.
 SETUP_TIMEOUT_S = 300.0
 PY_SPY_HINT = (
@@ -85,7 +83,7 @@ class ProfileSettings:
     """How each strategy's loop is profiled (the same for every strategy of a profile run)."""
 
     duration_s: float = 10.0  # seconds of steady-state loop per strategy
-    live_requests: int = DEFAULT_LIVE_REQUESTS
+    scenario: str = "prefill-dspark"  # the scheduler scenario whose loop is profiled
     pattern: str = "per_field"
     device: str = "cpu"
     rate_hz: int = 250  # py-spy samples per second
@@ -97,7 +95,7 @@ def check_request(
 ) -> tuple[list[str], torch.device]:
     """Refuse impossible settings before anything is written: (names, device). Whether py-spy
     is there is find_py_spy's business, asked after every argument has been checked."""
-    duration_s, live_requests = settings.duration_s, settings.live_requests
+    duration_s = settings.duration_s
     pattern, rate_hz = settings.pattern, settings.rate_hz
     names = list(dict.fromkeys(strategies))
     if not names:
@@ -108,18 +106,19 @@ def check_request(
         raise UsageError(str(exc)) from None
     if not math.isfinite(duration_s) or duration_s <= 0:
         raise UsageError(f"duration must be a positive number of seconds, got {duration_s}")
-    if not MIN_LIVE_REQUESTS <= live_requests <= MAX_LIVE_REQUESTS:
-        raise UsageError(
-            f"live requests must be within [{MIN_LIVE_REQUESTS}, {MAX_LIVE_REQUESTS}], "
-            f"got {live_requests}"
-        )
+    try:
+        scenario = scenarios.get(settings.scenario)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if pattern not in PATTERNS:
         raise UsageError(f"unknown access pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
     if rate_hz <= 0:
         raise UsageError(f"sampling rate must be a positive number of Hz, got {rate_hz}")
     try:
         dev = resolve_device(settings.device)
-        shape = default_shape(dev, chunked_prefill_size=SchedulerParams().chunked_prefill_size)
+        shape = default_shape(
+            dev, chunked_prefill_size=scenario.chunked_prefill_size, pool_rows=scenario.pool_rows
+        )
         check_fits(shape, dev)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -165,8 +164,8 @@ def _record(
         name,
         "--duration-s",
         repr(settings.duration_s),
-        "--requests",
-        str(settings.live_requests),
+        "--scenario",
+        settings.scenario,
         "--pattern",
         settings.pattern,
         "--device",
@@ -250,7 +249,7 @@ def profile_strategies(
     for i, name in enumerate(names, 1):
         progress(
             f"[{i}/{len(names)}] {name}: profiling {chosen.duration_s:g} s ({chosen.pattern}, "
-            f"{chosen.live_requests} live requests, {dev}{', native' if chosen.native else ''})"
+            f"{chosen.scenario}, {dev}{', native' if chosen.native else ''})"
         )
         got = _record(py_spy, name, out_dir, chosen, dev)
         if isinstance(got, str):
@@ -293,8 +292,8 @@ def _summarise(
         gc_share = min(1.0, int(loop["gc_pause_ns"]) / loop_ns) if loop_ns > 0 else 0.0
         gc_source = GC_SOURCE_CALLBACKS
     subtitle = (
-        f"{shares.samples} samples over {loop['steps']} steps of {loop['live_requests']} "
-        f"live requests ({loop['pattern']}, {loop['device']}): strategy code "
+        f"{shares.samples} samples over {loop['steps']} iterations of {loop['scenario']} "
+        f"({loop['pattern']}, {loop['device']}): strategy code "
         f"{shares.strategy_share:.1%}, call sites {shares.callsite_share:.1%}, "
         f"GC {gc_share:.1%} ({gc_source})"
     )

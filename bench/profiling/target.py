@@ -1,6 +1,6 @@
 """The process `python -m bench profile` samples with py-spy: one strategy's scheduler loop.
 
-    python -m bench.profiling.target --strategy NAME --duration-s S --requests N
+    python -m bench.profiling.target --strategy NAME --duration-s S --scenario NAME
         --pattern per_field|cached --device cpu|cuda[:i] --gc-out PATH
 
 Setup (imports, building the scheduler with GC paused, warm-up steps) happens outside
@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from bench.core.scheduler import DEFAULT_LIVE_REQUESTS, SchedulerParams, SyntheticScheduler
+from bench.core.scenarios import get as get_scenario
+from bench.core.scheduler import SchedulerLoop, make_scheduler, warmup_steps
 from bench.gcprobe import GcProbe, gc_paused
 from bench.rowpool import RowPool, check_fits, default_shape
 from bench.storage import write_json
@@ -36,7 +37,7 @@ WARMUP_STEPS = 5
 
 
 def reqstate_profile_root(
-    scheduler: SyntheticScheduler, device: torch.device, duration_ns: int
+    scheduler: SchedulerLoop, device: torch.device, duration_ns: int
 ) -> dict[str, Any]:
     """Step the scheduler until duration_ns of wall time has passed (the profiled loop).
 
@@ -48,6 +49,7 @@ def reqstate_profile_root(
         while now_ns() - t0_ns < duration_ns:
             scheduler.step()
             sync(device)
+            scheduler.worker_tick()
             steps += 1
         loop_ns = now_ns() - t0_ns
     return {
@@ -63,20 +65,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(TORCH_THREADS)
     device = resolve_device(args.device)
     (strategy,) = resolve([args.strategy])
-    params = SchedulerParams(live_requests=args.requests, pattern=args.pattern)
-    shape = default_shape(device, chunked_prefill_size=params.chunked_prefill_size)
+    scenario = get_scenario(args.scenario)
+    shape = default_shape(
+        device, chunked_prefill_size=scenario.chunked_prefill_size, pool_rows=scenario.pool_rows
+    )
     check_fits(shape, device)
     pool = RowPool(shape, device)
     with gc_paused():
-        scheduler = SyntheticScheduler(strategy, params, pool)
-    scheduler.run(WARMUP_STEPS)
+        scheduler = make_scheduler(strategy, scenario, pool, pattern=args.pattern)
+    scheduler.run(warmup_steps(scenario) + WARMUP_STEPS)
     sync(device)
     loop = reqstate_profile_root(scheduler, device, int(args.duration_s * 1e9))
     scheduler.close()
     return {
         "strategy": strategy.name,
-        "pattern": params.pattern,
-        "live_requests": params.live_requests,
+        "pattern": args.pattern,
+        "scenario": scenario.name,
         "device": str(device),
         "warmup_steps": WARMUP_STEPS,
         "duration_s": args.duration_s,
@@ -88,7 +92,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profiling.target")
     parser.add_argument("--strategy", required=True)
     parser.add_argument("--duration-s", type=float, required=True)
-    parser.add_argument("--requests", type=int, default=DEFAULT_LIVE_REQUESTS)
+    parser.add_argument("--scenario", default="prefill-dspark")
     parser.add_argument("--pattern", default="per_field")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--gc-out", type=Path, required=True)

@@ -1,6 +1,7 @@
 """The PR-ready report of a run folder, the comparison of two runs, and the terminal table.
 
-    write_report(run_dir)                    -> [report.html, summary.md] (+ plots/ in run_dir)
+    write_report(run_dir)                    -> [report.html, summary.md] (+ plots/ and
+                                                scenarios.json, per-scenario figures, in run_dir)
     write_compare(base_run, head_run, out)   -> [compare.html, compare.md]
     console.render_table(run_dir)            -> the terminal table a run ends with
 
@@ -19,10 +20,10 @@ __all__ = ["write_compare", "write_report"]
 
 def write_report(run_dir: Path) -> list[Path]:
     """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two."""
-    from bench.report import html, markdown, plots, verdict
+    from bench.report import html, markdown, plots, scenarios, verdict
     from bench.report.headline import headline
     from bench.report.load import load_run
-    from bench.storage import write_atomic
+    from bench.storage import write_atomic, write_json
 
     run_dir = Path(run_dir)
     run = load_run(run_dir)
@@ -34,6 +35,8 @@ def write_report(run_dir: Path) -> list[Path]:
     summary = run_dir / "summary.md"
     write_atomic(report, html.render_report(run, figures, metrics, judged))
     write_atomic(summary, markdown.render_summary(run, metrics, judged))
+    derived = scenarios.scenario_summary(run, scenarios.cases(run))
+    write_json(run_dir / "scenarios.json", derived)
     return [report, summary]
 
 

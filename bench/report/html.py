@@ -14,6 +14,8 @@ from bench.report.load import RunData
 from bench.report.markup import Html, Td, join, num, page, pre, section, table, tag, td, void
 from bench.report.plots import Plot
 from bench.report.profile import profile_section
+from bench.report.scenarios import cases as scenario_cases
+from bench.report.scenarios import scenario_section
 from bench.report.text import TIMES, esc_html, fmt, fmt_ci, fmt_p, fmt_ratio
 from bench.report.verdict import Entry, Family, Verdict, axis_values, describe_family
 from bench.stats.derive import Summary
@@ -59,12 +61,13 @@ def gc_mode_text(run: RunData) -> str:
 
 # Parameters shown in the environment table; the rest are behind "all parameters".
 KEY_PARAMS = (
-    "live_requests",
+    "scenarios",
+    "scenario_overrides",
+    "sweep_key",
+    "sweep_values",
     "lookup_sizes",
     "scaling_sizes",
     "patterns",
-    "pd_fraction",
-    "streaming",
     "workers",
     "values",
     "seed",
@@ -360,9 +363,12 @@ def reproduce_section(run: RunData) -> Html:
 def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdict: Verdict) -> str:
     failures = failures_section(run)
     suites = [suite_section(name, run, plots) for name in run.suites]
+    scenarios_html = scenario_section(run, scenario_cases(run))
     nav_ids = ["env", "verdict", *run.suites, "strategies", "profile", "reproduce"]
+    if scenarios_html is not None:
+        nav_ids.insert(2, "scenarios")
     if failures is not None:
-        nav_ids.insert(2, "failures")
+        nav_ids.insert(2 + (scenarios_html is not None), "failures")
     nav = tag("nav", *(Html(f'<a href="#{esc_html(i)}">{esc_html(i)}</a>') for i in nav_ids))
     status_cls = "badge" + ("" if run.status == "complete" else " bad")
     header = tag(
@@ -391,6 +397,8 @@ def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdic
         env_section(run),
         verdict_section(verdict, metrics, run),
     ]
+    if scenarios_html is not None:
+        parts.append(scenarios_html)
     if failures is not None:
         parts.append(failures)
     parts += [*suites, strategies_section(run), profile_section(run), reproduce_section(run)]

@@ -55,6 +55,7 @@ class SuiteData:
     status: str
     spec: SuiteSpec | None  # None for a suite this version does not know
     baseline: str = ""
+    config: dict[str, Any] = field(default_factory=dict)  # the run's configuration
     runs: dict[str, list[list[float]]] = field(default_factory=dict)  # per worker process
     units: dict[str, str] = field(default_factory=dict)
     gc_modes: dict[str, str] = field(default_factory=dict)  # benchmark -> GC mode
@@ -221,7 +222,9 @@ def _pyperf_runs(
     return runs, units, gc_modes_of(suite)
 
 
-def load_suite(run_dir: Path, name: str, st: Mapping[str, Any], baseline: str) -> SuiteData:
+def load_suite(
+    run_dir: Path, name: str, st: Mapping[str, Any], config: dict[str, Any]
+) -> SuiteData:
     manifest_path = run_dir / MANIFEST
     files = st.get("files", {})
     spec = next((s for s in suites.specs() if s.name == name), None)
@@ -240,7 +243,8 @@ def load_suite(run_dir: Path, name: str, st: Mapping[str, Any], baseline: str) -
         name,
         str(st.get("status", "missing")),
         spec,
-        baseline,
+        str(config.get("baseline", "")),
+        config,
         failures={str(k): str(v) for k, v in st.get("failures", {}).items()},
         worker_errors=[str(e) for e in st.get("worker_errors", [])],
         wall_s=float(wall) if isinstance(wall, (int, float)) else None,
@@ -289,10 +293,9 @@ def load_run(run_dir: Path) -> RunData:
     known = [s.name for s in suites.specs()]
     order = [s for s in known if s in listed or s in manifest["suites"]]
     order += [s for s in manifest["suites"] if s not in order]
-    baseline = str(manifest["config"].get("baseline", ""))
     loaded = {
         name: load_suite(
-            run_dir, name, manifest["suites"].get(name, {"status": "not run"}), baseline
+            run_dir, name, manifest["suites"].get(name, {"status": "not run"}), manifest["config"]
         )
         for name in order
     }

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 from bench.report.headline import Metric
 from bench.report.load import RunData
+from bench.report.scenarios import cases as scenario_cases
+from bench.report.scenarios import scenario_markdown
 from bench.report.text import clean, esc_md, fmt, fmt_ratio, md_code, md_code_block
 from bench.report.verdict import Verdict, describe_family
 
@@ -39,7 +41,7 @@ def env_line(run: RunData) -> str:
         f"device {device}",
         f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} CPUs)",
         f"commit {env.get('git_commit', '?')}",
-        f"live requests {run.config.get('live_requests', '?')}",
+        f"scenarios {', '.join(str(x) for x in run.config.get('scenarios', ()))}",
         f"baseline {run.baseline}",
         f"run {run.status}",
     ]
@@ -88,6 +90,7 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
         ]
     else:
         out += ["No results in this run.", ""]
+    out += scenario_markdown(run, scenario_cases(run))
     lines = []
     for family in verdict.families:  # the featured ones; the HTML report has all of them
         if not family.featured:

@@ -174,23 +174,24 @@ def _families_of(spec: FamilySpec, run: RunData, summaries: list[Summary]) -> li
     if spec.group is not None:
         found = [g for g in (s.bench.get(spec.group) for s in rows) if g is not None]
         featured = spec.featured if isinstance(spec.featured, tuple) else ()
-        groups = list(axis_values(found, featured))
+        preferred = [*featured, *(str(v) for v in run.config.get(spec.group_config or "", ()))]
+        groups = list(axis_values(found, preferred))
+    axis = spec.axis
+    if axis is not None and axis.startswith("@"):  # the parameter a config key names
+        axis = str(run.config.get(axis[1:], ""))
     out = []
     for group in groups:
         mine = [s for s in rows if group is None or s.bench.get(spec.group or "") == group]
         rankings = []
-        if spec.axis is None:
+        if axis is None:
             rankings.append(Ranking("", rank(summary_entry(s, run) for s in mine)))
         else:
             preferred = [str(v) for v in run.config.get(spec.axis_config or "", ())]
-            present = [v for v in (s.bench.get(spec.axis) for s in mine) if v is not None]
+            present = [v for v in (s.bench.get(axis) for s in mine) if v is not None]
             for value in axis_values(present, preferred):
-                chosen = [s for s in mine if s.bench.get(spec.axis) == value]
-                rankings.append(
-                    Ranking(
-                        axis_label(spec.axis, value), rank(summary_entry(s, run) for s in chosen)
-                    )
-                )
+                chosen = [s for s in mine if s.bench.get(axis) == value]
+                entries = rank(summary_entry(s, run) for s in chosen)
+                rankings.append(Ranking(axis_label(axis, value), entries))
         is_featured = spec.featured if isinstance(spec.featured, bool) else group in spec.featured
         fill = {"group": group or ""}
         out.append(

@@ -156,7 +156,7 @@ def param_ratios(
 
 @dataclass(frozen=True)
 class ScalingFit:
-    """How step time grows with a size parameter (live requests), per strategy."""
+    """How step time grows with a size parameter (e.g. the decode batch), per strategy."""
 
     sizes: list[int]
     step_s: list[float]
@@ -171,11 +171,11 @@ class ScalingFit:
 def scaling_fits(
     values: Mapping[str, Sequence[float]], *, kind: str, key: str
 ) -> dict[str, ScalingFit]:
-    """Per strategy: how step time grows with live requests.
+    """Per strategy: how step time grows with the size parameter `key`.
 
     A step has a fixed part and a part proportional to what it walks. The marginal cost between
-    consecutive sizes, (step(n2) - step(n1)) / (n2 - n1), is the cost one more live request adds
-    to a step; its log-log slope against n is ~0 when that cost is constant and clearly positive
+    consecutive sizes, (step(n2) - step(n1)) / (n2 - n1), is the cost one more request adds to
+    a step; its log-log slope against n is ~0 when that cost is constant and clearly positive
     when it grows with the population (table growth, cache misses, O(n) work per lookup).
     """
     by_strategy: dict[str, dict[int, float]] = {}
@@ -239,4 +239,57 @@ def gc_rates(counts: Mapping[str, GcCounts]) -> dict[str, GcRates]:
             max_pause_ms=c.max_pause_ns / 1e6,
             steps=c.steps,
         )
+    return out
+
+
+@dataclass(frozen=True)
+class QueueStat:
+    mean: float
+    p99: float
+    max: float
+
+
+def queue_stats(lengths: Mapping[str, Sequence[int]]) -> dict[str, QueueStat]:
+    """Mean, p99 and max of every queue's length over the measured iterations."""
+    out = {}
+    for name, values in lengths.items():
+        if values:
+            out[name] = QueueStat(
+                mean=sum(values) / len(values),
+                p99=robust.quantile(values, 0.99),
+                max=float(max(values)),
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class NetCost:
+    """A benchmark's value net of a reference strategy's (the harness's own cost), per round."""
+
+    median: float  # in the benchmark's unit (seconds per iteration)
+    ci_low: float
+    ci_high: float
+    n: int
+
+    @property
+    def significant(self) -> bool:
+        return not self.ci_low <= 0.0 <= self.ci_high
+
+
+def net_of(
+    values: Mapping[str, Sequence[float]], *, reference: str, kind: str
+) -> dict[str, NetCost]:
+    """Per benchmark of `kind`: value minus the reference strategy's value of the same round
+    (paired: same scheduler steps, measured moments apart), median with a bootstrap CI."""
+    out: dict[str, NetCost] = {}
+    for text, vals in values.items():
+        bench = BenchName.parse(text)
+        if bench.kind != kind or bench.strategy == reference:
+            continue
+        ref = values.get(str(bench.with_strategy(reference)))
+        if ref is None or len(ref) != len(vals) or len(vals) < 2:
+            continue
+        diffs = [v - r for v, r in zip(vals, ref, strict=True)]
+        lo, hi = robust.bootstrap_median_ci(diffs)
+        out[text] = NetCost(median=robust.median(diffs), ci_low=lo, ci_high=hi, n=len(diffs))
     return out

@@ -26,6 +26,7 @@ from bench.names import BenchName
 from bench.suites.spec import FamilySpec, FigureSpec, Job
 
 if TYPE_CHECKING:
+    from bench.core.scenarios import Scenario
     from bench.report.headline import Metric
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
@@ -39,8 +40,9 @@ NOTE = "Step time with a large background heap, collector enabled vs frozen; mem
 ORDER = 30
 
 GC_PATTERN = "per_field"  # the PR's access pattern; GC pressure does not depend on it
-# Full collections timed per process and mode: 5 gives a median robust to one outlier.
-FULL_COLLECTIONS = 5
+# Full collections timed per process, case and mode: 3 give a median robust to one outlier
+# (each takes ~0.1-0.2 s over the default heap, times every strategy, scenario and mode).
+FULL_COLLECTIONS = 3
 
 
 def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
@@ -98,24 +100,30 @@ def _full_collection_s() -> float:
     return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
 
 
-def _run_mode(ctx: WorkerContext, out: SuiteOutput, s: Strategy, mode: str) -> None:
-    from bench.core.scheduler import SyntheticScheduler
+def _run_mode(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    s: Strategy,
+    case: tuple[Scenario, dict[str, str]],
+    mode: str,
+) -> None:
+    from bench.core.scheduler import make_scheduler, warmup_steps
     from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
     from bench.runformat import GcCounts
     from bench.suites.measure import StepRecorder
     from bench.timing import StepClock
 
     cfg = ctx.config
+    scenario, extra = case
     steps = cfg.gc_steps_per_value
-    pool = ctx.make_pool()
-    params = ctx.scheduler_params(pattern=GC_PATTERN)
+    pool = ctx.make_pool(scenario)
     with gc_paused():
-        sched = SyntheticScheduler(s, params, pool)
-    name = BenchName.of("gc", s.name, gc=mode)
+        sched = make_scheduler(s, scenario, pool, pattern=GC_PATTERN, seed=cfg.seed)
+    name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
     counts = GcCounts()
     with GcProbe() as probe:
         rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
-        sched.run(steps)  # warm-up before freezing, as engines do
+        sched.run(warmup_steps(scenario) + steps)  # warm-up before freezing, as engines do
         apply_gc_mode(mode)
         counts.tracked_objects_at_start.append(len(gc.get_objects()))
         for r in range(cfg.warmup_values + cfg.values):
@@ -134,7 +142,7 @@ def _run_mode(ctx: WorkerContext, out: SuiteOutput, s: Strategy, mode: str) -> N
                     steps=steps,
                 )
             )
-    full = BenchName.of("gc_full", s.name, gc=mode)
+    full = BenchName.of("gc_full", s.name, scenario=scenario.name, gc=mode, **extra)
     for _ in range(FULL_COLLECTIONS):
         out.add(full, _full_collection_s(), warmup=False, loops=1, unit="second", gc_mode=mode)
     sched.close()
@@ -155,14 +163,18 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     torch.set_num_threads(1)
     if ctx.worker_index == 0:
         _memory(ctx, out)
+    cases = cfg.cases()
     for s in ctx.strategies:
         if s.name in out.failures:
             continue
         heap = background_heap(cfg.background_objects)
         try:
-            for i, mode in enumerate(cfg.gc_modes):
-                _run_mode(ctx, out, s, mode)
-                ctx.progress((i + 1) / len(cfg.gc_modes), f"gc {s.name} gc={mode}")
+            done, total = 0, len(cases) * len(cfg.gc_modes)
+            for case in cases:
+                for mode in cfg.gc_modes:
+                    _run_mode(ctx, out, s, case, mode)
+                    done += 1
+                    ctx.progress(done / total, f"gc {s.name} {case[0].name} gc={mode}")
         except Exception as exc:
             out.failures[s.name] = f"gc/{s.name}: {failure_text(exc)}"
         finally:
@@ -191,8 +203,20 @@ def plan(config: RunConfig) -> list[Job]:
 
 # -- read side --------------------------------------------------------------------------------
 
-# The gc and gc_full families rank strategies once per GC mode, in the configuration's order.
-_BY_GC_MODE: dict[str, Any] = {"axis_label": "GC mode", "axis_config": "gc_modes"}
+# The gc and gc_full families rank strategies once per GC mode, in the configuration's order,
+# one family per scenario case.
+_BY_GC_MODE: dict[str, Any] = {
+    "axis_label": "GC mode",
+    "axis_config": "gc_modes",
+    "group": "scenario",
+    "group_config": "scenarios",
+}
+
+
+def _case(name: str) -> str:
+    """'scenario=decode-dspark' (plus any swept parameter): the name without kind, strategy
+    and GC mode."""
+    return BenchName.parse(name).without("gc").condition
 
 
 def _mode(name: str) -> str:
@@ -200,19 +224,28 @@ def _mode(name: str) -> str:
 
 
 def _modes(data: SuiteData) -> list[str]:
-    return sorted({_mode(n) for n in data.gc_rates})
+    order = [str(m) for m in data.config.get("gc_modes", ())]
+    found = {_mode(n) for n in data.gc_rates}
+    return [m for m in order if m in found] + sorted(found - set(order))
+
+
+def _cases(data: SuiteData) -> list[str]:
+    return list(dict.fromkeys(_case(n) for n in sorted(data.gc_rates)))
 
 
 def terminal_extra(data: SuiteData) -> list[str]:
     if not data.gc_rates:
         return []
-    lines = ["\n   GC per 1,000 steps        collections(g0/g1/g2)     pause ms   longest ms"]
-    by_mode = sorted(
-        data.gc_rates.items(), key=lambda kv: (_modes(data).index(_mode(kv[0])), kv[0])
+    lines = [
+        "\n   GC per 1,000 steps                              collections(g0/g1/g2)     pause ms   longest ms"
+    ]
+    modes = _modes(data)
+    ordered = sorted(
+        data.gc_rates.items(), key=lambda kv: (_case(kv[0]), modes.index(_mode(kv[0])), kv[0])
     )
-    for name, r in by_mode:
+    for name, r in ordered:
         c = "/".join(f"{x:.0f}" for x in r.collections_per_kstep)
-        lines.append(f"   {name:<32} {c:>16} {r.pause_ms_per_kstep:12.2f} {r.max_pause_ms:11.2f}")
+        lines.append(f"   {name:<50} {c:>12} {r.pause_ms_per_kstep:12.2f} {r.max_pause_ms:11.2f}")
     return lines
 
 
@@ -220,23 +253,32 @@ def report_extra(data: SuiteData) -> list[Html]:
     from bench.report.markup import num, table, tag, td
 
     out = []
-    for mode in _modes(data):
-        rows = [
-            (
-                name,
-                num(" / ".join(f"{c:,.1f}" for c in r.collections_per_kstep)),
-                num(f"{r.pause_ms_per_kstep:,.3f}"),
-                num(f"{r.max_pause_ms:,.3f}"),
-                num(r.steps),
+    for case in _cases(data):
+        for mode in _modes(data):
+            rows = [
+                (
+                    td(tag("code", BenchName.parse(name).strategy)),
+                    num(" / ".join(f"{c:,.1f}" for c in r.collections_per_kstep)),
+                    num(f"{r.pause_ms_per_kstep:,.3f}"),
+                    num(f"{r.max_pause_ms:,.3f}"),
+                    num(f"{_tracked(data, name):,.0f}"),
+                    num(r.steps),
+                )
+                for name, r in sorted(data.gc_rates.items())
+                if _case(name) == case and _mode(name) == mode
+            ]
+            head = (
+                "strategy",
+                "collections g0 / g1 / g2",
+                "pause ms",
+                "longest pause ms",
+                "tracked objects",
+                "steps",
             )
-            for name, r in sorted(data.gc_rates.items())
-            if _mode(name) == mode
-        ]
-        head = ("benchmark", "collections g0 / g1 / g2", "pause ms", "longest pause ms", "steps")
-        out += [tag("h3", f"GC per 1,000 steps (gc={mode})"), table(head, rows)]
+            out += [tag("h3", f"GC per 1,000 iterations: {case}, gc={mode}"), table(head, rows)]
     memory = data.extras.memory
     if memory:
-        rows = [
+        mem_rows = [
             (
                 td(tag("code", name)),
                 num(f"{m.request_bytes:,.0f}"),
@@ -246,7 +288,13 @@ def report_extra(data: SuiteData) -> list[Html]:
             )
             for name, m in sorted(memory.items())
         ]
-        head = ("strategy", "bytes / request", "state bytes", "tracked objects", "state objects")
+        mem_head = (
+            "strategy",
+            "bytes / request",
+            "state bytes",
+            "tracked objects",
+            "state objects",
+        )
         bare = min(memory.values(), key=lambda m: m.bare_request_bytes)
         note = (
             f"A bare request (no state) is about {bare.bare_request_bytes:,.0f} bytes and "
@@ -254,67 +302,77 @@ def report_extra(data: SuiteData) -> list[Html]:
             "difference from a bare request measured in the same process (can be slightly "
             "negative within measurement noise)."
         )
-        out += [tag("h3", "Memory per request"), tag("p", note, class_="note"), table(head, rows)]
+        out += [
+            tag("h3", "Memory per request"),
+            tag("p", note, class_="note"),
+            table(mem_head, mem_rows),
+        ]
     return out
 
 
-def gc_figure(run: RunData, st: dict[str, Any]) -> Any:
-    """Collections and pause per 1,000 steps (gc.callbacks) and the full-collection pause,
-    each per strategy with the GC modes side by side (hatch = mode)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
+def _tracked(data: SuiteData, name: str) -> float:
+    """Tracked objects in the heap when measuring began (the PR's entries that outlive release
+    are among them), median over processes."""
+    from bench.stats import median
 
-    from bench.report.plots import GC_MODE_HATCH, HATCHES, label, yerr
+    at_start = data.extras.gc[name].tracked_objects_at_start if name in data.extras.gc else []
+    return median(at_start) if at_start else 0.0
+
+
+def gc_figure(run: RunData, st: dict[str, Any]) -> Any:
+    """Per scenario (x groups) and strategy (colour), with the collector enabled: collections
+    and pause per 1,000 iterations (gc.callbacks) and the full-collection pause."""
+    import matplotlib.pyplot as plt
+
+    from bench.report.plots import label, yerr
 
     data = run.suite("gc")
-    if data is None:
+    if data is None or not data.gc_rates:
         return None
-    rates = data.gc_rates
+    modes = _modes(data)
+    mode = "enabled" if "enabled" in modes else modes[0]
+    cases = _cases(data)
     full = {s.name: s for s in data.summaries if s.kind == "gc_full"}
-    modes = _modes(data) or sorted({s.bench["gc"] for s in full.values()})
-    names = [
-        n
-        for n in st
-        if any(f"gc/{n}/gc={m}" in rates or f"gc_full/{n}/gc={m}" in full for m in modes)
-    ]
-    if not names or not modes:
-        return None
-    panels = 3 if full else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels + 1.5, 4.4), layout="constrained")
-    width = 0.8 / len(modes)
-    for j, mode in enumerate(modes):
-        hatch = GC_MODE_HATCH.get(mode, HATCHES[(j + 1) % len(HATCHES)])
-        for i, strategy in enumerate(names):
+    names = [n for n in st if any(BenchName.parse(k).strategy == n for k in data.gc_rates)]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.6), layout="constrained")
+    width = 0.8 / max(1, len(names))
+    for i, case in enumerate(cases):
+        params = dict(p.split("=", 1) for p in case.split("/"))
+        for j, strategy in enumerate(names):
             x = i - 0.4 + width * (j + 0.5)
-            common = {"color": st[strategy].color, "edgecolor": "#333333", "hatch": hatch}
-            r = rates.get(str(BenchName.of("gc", strategy, gc=mode)))
+            common = {
+                "color": st[strategy].color,
+                "edgecolor": "#333333",
+                "hatch": st[strategy].hatch,
+            }
+            r = data.gc_rates.get(str(BenchName.of("gc", strategy, **params, gc=mode)))
             if r is not None:
                 axes[0].bar(x, r.collections_total_per_kstep, width, **common)
                 axes[1].bar(x, r.pause_ms_per_kstep, width, **common)
-            s = full.get(str(BenchName.of("gc_full", strategy, gc=mode)))
-            if s is not None and panels == 3:
+            s = full.get(str(BenchName.of("gc_full", strategy, **params, gc=mode)))
+            if s is not None:
                 err = yerr(s.median, s.ci_low, s.ci_high, 1e3)
                 axes[2].bar(
                     x, s.median * 1e3, width, yerr=[[err[0]], [err[1]]], capsize=2, **common
                 )
     labels = (
-        "collections per 1,000 steps (all generations)",
-        "GC pause per 1,000 steps (ms)",
+        "collections per 1,000 iterations (all generations)",
+        "GC pause per 1,000 iterations (ms)",
         "full gc.collect() pause (ms, median, 95% CI)",
     )
-    for ax, ylabel in zip(axes, labels, strict=False):
-        ax.set_xticks(range(len(names)), [label(n) for n in names], rotation=30)
+    for ax, ylabel in zip(axes, labels, strict=True):
+        ax.set_xticks(
+            range(len(cases)), [label(c.replace("scenario=", "")) for c in cases], rotation=20
+        )
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         if not any(p.get_height() > 0 for p in ax.patches):
             ax.set_ylim(0, 1)
             ax.text(0.5, 0.5, "none measured", transform=ax.transAxes, ha="center")
-    handles = [
-        Patch(facecolor="#bbbbbb", edgecolor="#333333", hatch=GC_MODE_HATCH.get(m, ""), label=m)
-        for m in modes
-    ]
-    fig.legend(handles=handles, loc="outside right upper", frameon=False, title="GC mode")
-    fig.suptitle("Garbage collection per strategy: enabled vs frozen")
+    from bench.report.plots import legend
+
+    legend(fig, names, st, run.baseline)
+    fig.suptitle(f"Garbage collection per scenario and strategy (gc={mode})")
     return fig
 
 
@@ -352,17 +410,16 @@ def memory_figure(run: RunData, st: dict[str, Any]) -> Any:
     return fig
 
 
-def _pause_values(run: RunData, mode: str) -> dict[str, float]:
-    """Collector pause per 1,000 steps, in seconds, per strategy."""
+def _pause_values(run: RunData, case: str, mode: str) -> dict[str, float]:
+    """Collector pause per 1,000 iterations, in seconds, per strategy, for one case and mode."""
     data = run.suite("gc")
     if data is None:
         return {}
-    out = {}
-    for name, r in data.gc_rates.items():
-        bench = BenchName.parse(name)
-        if bench.get("gc") == mode:
-            out[bench.strategy] = r.pause_ms_per_kstep / 1e3
-    return out
+    return {
+        BenchName.parse(name).strategy: r.pause_ms_per_kstep / 1e3
+        for name, r in data.gc_rates.items()
+        if _case(name) == case and _mode(name) == mode
+    }
 
 
 def headline(run: RunData) -> list[Metric]:
@@ -387,60 +444,63 @@ def headline(run: RunData) -> list[Metric]:
             note="objects the cyclic collector tracks per request, state included",
             metric="tracked_objects_per_request",
         ),
-        summary_metric(
-            run,
-            "gc",
-            "gc_full",
-            key="gc_full",
-            title="full GC pause (gc=enabled)",
-            note="one full gc.collect() with the live population: the stall production sees",
-            gc="enabled",
-        ),
     ]
     data = run.suite("gc")
-    modes = _modes(data) if data is not None else []
-    if modes:
+    cases = _cases(data) if data is not None else []
+    if data is not None and cases:
+        case = cases[0]
+        modes = _modes(data)
         mode = "enabled" if "enabled" in modes else modes[0]
+        params = dict(p.split("=", 1) for p in case.split("/"))
+        short = case.replace("scenario=", "")
+        metrics.append(
+            summary_metric(
+                run,
+                "gc",
+                "gc_full",
+                key="gc_full",
+                title=f"full GC pause ({short}, gc={mode})",
+                note="one full gc.collect() with the live population: the stall production sees",
+                **params,
+                gc=mode,
+            )
+        )
         metrics.append(
             aggregate_metric(
                 run,
-                _pause_values(run, mode),
+                _pause_values(run, case, mode),
                 key="gc_pause",
-                title=f"GC pause / 1k steps (gc={mode})",
+                title=f"GC pause / 1k iterations ({short}, gc={mode})",
                 unit="second",
                 words=("less", "more"),
-                note="total collector pause per 1,000 scheduler steps; one aggregate, no test",
+                note="total collector pause per 1,000 scheduler iterations; one aggregate, no test",
             )
         )
     return [m for m in metrics if m is not None]
 
 
 def extra_families(run: RunData) -> list[Family]:
-    """The collector's pause per 1,000 steps: one aggregate per strategy, no test."""
+    """The collector's pause per 1,000 iterations with GC enabled: one ranking per scenario
+    case, one aggregate per strategy, no test."""
     from bench.report.verdict import Entry, Ranking, make_family, rank
 
     data = run.suite("gc")
     if data is None or not data.gc_rates:
         return []
+    modes = _modes(data)
+    mode = "enabled" if "enabled" in modes else modes[0]
     rankings = [
         Ranking(
-            mode,
+            case.replace("scenario=", ""),
             rank(
                 Entry(strategy=s, value=v, unit="second", reference=run.is_reference(s))
-                for s, v in _pause_values(run, mode).items()
+                for s, v in _pause_values(run, case, mode).items()
             ),
         )
-        for mode in _modes(data)
+        for case in _cases(data)
     ]
-    family = make_family(
-        "gc_pause",
-        "GC pause per 1,000 steps",
-        "GC mode",
-        rankings,
-        has_test=False,
-        featured=True,
-    )
-    return [family]
+    title = f"GC pause per 1,000 iterations (gc={mode})"
+    return [make_family("gc_pause", title, "scenario", rankings, has_test=False, featured=True)]
 
 
 FIGURES = (
@@ -448,9 +508,15 @@ FIGURES = (
     FigureSpec("memory_per_request", "Bytes and tracked objects per request", memory_figure),
 )
 FAMILIES = (
-    FamilySpec("gc_step", "step time with a background heap", "gc", axis="gc", **_BY_GC_MODE),
     FamilySpec(
-        "gc_full", "full collection pause", "gc_full", axis="gc", featured=True, **_BY_GC_MODE
+        "gc_step_{group}",
+        "iteration time with a background heap, {group}",
+        "gc",
+        axis="gc",
+        **_BY_GC_MODE,
+    ),
+    FamilySpec(
+        "gc_full_{group}", "full collection pause, {group}", "gc_full", axis="gc", **_BY_GC_MODE
     ),
     FamilySpec(
         "memory_request_bytes",

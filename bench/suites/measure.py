@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
-from bench.core.scheduler import SchedulerParams, SyntheticScheduler, make_hidden
+from bench.core.counting import count_ops
+from bench.core.scenarios import Scenario
+from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
 from bench.core.workload import make_request_class
 from bench.gcprobe import GcProbe, gc_paused
 from bench.names import BenchName
-from bench.runformat import StepSeries, SuiteExtras
+from bench.runformat import QueueSeries, StepSeries, SuiteExtras
 from bench.timing import StepClock, time_loop_ns
 from strategies import Strategy
 from strategies._contract import FIELD_DEFAULTS
@@ -27,7 +29,7 @@ from strategies._contract import FIELD_DEFAULTS
 if TYPE_CHECKING:
     import torch
 
-    from bench.rowpool import PoolShape, RowPool
+    from bench.rowpool import RowPool
 
 
 @dataclass
@@ -75,33 +77,17 @@ class WorkerContext:
         """A progress line for the parent process (it computes the ETA)."""
         print(f"@progress {fraction:.4f} {label}", file=sys.stderr, flush=True)
 
-    def pool_shape(self) -> PoolShape:
-        from bench.rowpool import check_fits, default_shape
+    def make_pool(self, scenario: Scenario) -> RowPool:
+        """The scenario's row pool on this worker's device (rows from the scenario)."""
+        from bench.rowpool import RowPool, check_fits, default_shape
 
-        cfg = self.config
         shape = default_shape(
-            self.device, chunked_prefill_size=cfg.chunked_prefill_size, pool_rows=cfg.pool_rows
+            self.device,
+            chunked_prefill_size=scenario.chunked_prefill_size,
+            pool_rows=scenario.pool_rows,
         )
         check_fits(shape, self.device)
-        return shape
-
-    def make_pool(self) -> RowPool:
-        from bench.rowpool import RowPool
-
-        return RowPool(self.pool_shape(), self.device)
-
-    def scheduler_params(
-        self, *, pattern: str, live_requests: int | None = None
-    ) -> SchedulerParams:
-        cfg = self.config
-        return SchedulerParams(
-            live_requests=live_requests or cfg.live_requests,
-            chunked_prefill_size=cfg.chunked_prefill_size,
-            pd_fraction=cfg.pd_fraction,
-            streaming=cfg.streaming,
-            pattern=pattern,
-            seed=cfg.seed,
-        )
+        return RowPool(shape, self.device)
 
 
 def failure_text(exc: BaseException) -> str:
@@ -161,32 +147,55 @@ def interleave(
 # -- scheduler steps --------------------------------------------------------------------------
 
 
+def case_key(name: BenchName) -> str:
+    """A scheduler case: the benchmark's parameters without strategy and access pattern
+    ('scenario=decode-dspark/decode_batch=64'). Queue statistics are per case."""
+    return name.without("pattern").condition
+
+
 class StepRecorder:
     """Runs k steps of one scheduler, timing each; keeps the per-step data of measured values
-    (warm-up values are timed but not kept) when keep_steps is set."""
+    (warm-up values are timed but not kept) when keep_steps is set, and the queue lengths after
+    each measured step when keep_queues is set. The transfer worker's share of an iteration
+    (worker_tick) runs outside the timed step."""
 
     def __init__(
-        self, scheduler: SyntheticScheduler, clock: StepClock, probe: GcProbe, *, keep_steps: bool
+        self,
+        scheduler: SchedulerLoop,
+        clock: StepClock,
+        probe: GcProbe,
+        *,
+        keep_steps: bool,
+        keep_queues: bool = False,
     ) -> None:
         self.scheduler = scheduler
         self.clock = clock
         self.probe = probe
         self.keep_steps = keep_steps
+        self.keep_queues = keep_queues
         self.kept = StepSeries()
+        self.queues = QueueSeries()
 
     def measure(self, k: int, *, warmup: bool) -> float:
         sched, clock, probe = self.scheduler, self.clock, self.probe
         host, device, gcs = [], [], []
+        samples = []
         for _ in range(k):
             before = probe.total_collections
             clock.start()
             sched.step()
             h, d = clock.stop()
+            sched.worker_tick()
             host.append(h)
             device.append(d)
             gcs.append(probe.total_collections - before)
+            if self.keep_queues and not warmup:
+                samples.append(sched.queue_sample())
         if self.keep_steps and not warmup:
             self.kept.extend(StepSeries(host, device, gcs))
+        for sample in samples:
+            for queue, length in sample.items():
+                self.queues.lengths.setdefault(queue, []).append(length)
         return sum(host) / k / 1e9
 
 
@@ -195,33 +204,37 @@ def build_recorders(
     out: SuiteOutput,
     *,
     kind: str,
+    scenario: Scenario,
+    extra_params: dict[str, str],
     patterns: tuple[str, ...],
-    live_requests: int,
     probe: GcProbe,
     keep_steps: bool,
-    name_params: Callable[[str], dict[str, object]] = lambda pattern: {"pattern": pattern},
 ) -> dict[BenchName, StepRecorder]:
-    """One scheduler per strategy x pattern, all sharing one pool tensor and hidden buffer.
-    `name_params(pattern)` gives the benchmark name's parameters."""
-    pool = ctx.make_pool()
+    """One scheduler per strategy x pattern for one scenario case, all sharing one pool tensor
+    and hidden buffer, each warmed up (untimed) to steady state. The first keeps queues."""
+    pool = ctx.make_pool(scenario)
     clock = StepClock(ctx.device)
     recorders: dict[BenchName, StepRecorder] = {}
-    hidden = None
+    hidden = make_hidden(scenario, pool) if scenario.loop == "prefill" else None
     for s in ctx.strategies:
         if s.name in out.failures:
             continue
         for pattern in patterns:
-            params = ctx.scheduler_params(pattern=pattern, live_requests=live_requests)
-            if hidden is None:
-                hidden = make_hidden(params, pool)
-            name = BenchName.of(kind, s.name, **name_params(pattern))
+            name = BenchName.of(
+                kind, s.name, scenario=scenario.name, pattern=pattern, **extra_params
+            )
             try:
                 with gc_paused():
-                    sched = SyntheticScheduler(s, params, pool, hidden=hidden)
+                    sched = make_scheduler(
+                        s, scenario, pool, pattern=pattern, seed=ctx.config.seed, hidden=hidden
+                    )
+                    sched.run(warmup_steps(scenario))
             except Exception as exc:
                 out.failures[s.name] = f"{name} setup: {failure_text(exc)}"
                 break
-            recorders[name] = StepRecorder(sched, clock, probe, keep_steps=keep_steps)
+            recorders[name] = StepRecorder(
+                sched, clock, probe, keep_steps=keep_steps, keep_queues=not recorders
+            )
     return recorders
 
 
@@ -241,43 +254,63 @@ def close_all(recorders: dict[BenchName, StepRecorder]) -> None:
         rec.scheduler.close()
 
 
-def measure_schedulers(
+def measure_cases(
     ctx: WorkerContext,
     out: SuiteOutput,
     *,
     kind: str,
+    cases: list[tuple[Scenario, dict[str, str]]],
     patterns: tuple[str, ...],
-    live_requests: int,
     steps_per_value: int,
     keep_steps: bool,
-    label: str,
-    progress: tuple[float, float] = (0.0, 1.0),
-    name_params: Callable[[str], dict[str, object]] = lambda pattern: {"pattern": pattern},
-) -> dict[BenchName, StepRecorder]:
-    """One scheduler per strategy x pattern, stepped in interleaved rounds of
-    `steps_per_value` steps, then closed; returns the recorders (their kept per-step data).
-    `progress` is (base, span) of this work within the worker's progress."""
-    with GcProbe() as probe:
-        recorders = build_recorders(
-            ctx,
-            out,
-            kind=kind,
-            patterns=patterns,
-            live_requests=live_requests,
-            probe=probe,
-            keep_steps=keep_steps,
-            name_params=name_params,
-        )
-        interleave(
-            ctx,
-            out,
-            step_subjects(recorders, steps_per_value),
-            label=label,
-            progress_base=progress[0],
-            progress_span=progress[1],
-        )
-    close_all(recorders)
-    return recorders
+    count: bool,
+) -> None:
+    """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in
+    interleaved rounds of `steps_per_value` steps, then closed. Per-step data, queue lengths
+    and (count=True) counted state operations go to out.extras."""
+    for i, (scenario, extra) in enumerate(cases):
+        label = "/".join([scenario.name, *(f"{k}={v}" for k, v in extra.items())])
+        with GcProbe() as probe:
+            recorders = build_recorders(
+                ctx,
+                out,
+                kind=kind,
+                scenario=scenario,
+                extra_params=extra,
+                patterns=patterns,
+                probe=probe,
+                keep_steps=keep_steps,
+            )
+            interleave(
+                ctx,
+                out,
+                step_subjects(recorders, steps_per_value),
+                label=f"{kind} {label}",
+                progress_base=i / len(cases),
+                progress_span=1 / len(cases),
+            )
+        close_all(recorders)
+        for name, rec in recorders.items():
+            if keep_steps:
+                out.extras.steps[str(name)] = rec.kept
+            if rec.keep_queues:
+                out.extras.queues[case_key(name)] = rec.queues
+        if count:
+            _count(ctx, out, recorders)
+
+
+def _count(ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, StepRecorder]) -> None:
+    """Lookups and creations per iteration: exact, untimed, one counted run per benchmark."""
+    for name, rec in recorders.items():
+        s = rec.scheduler
+        with gc_paused():
+            out.extras.counts[str(name)] = count_ops(
+                s.strategy,
+                s.scenario,
+                pattern=s.pattern,
+                seed=ctx.config.seed,
+                steps=ctx.config.count_steps,
+            )
 
 
 # -- lookup populations -----------------------------------------------------------------------

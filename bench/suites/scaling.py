@@ -1,15 +1,15 @@
-"""scaling: step cost as live requests grow from 256 to 65,536 (log steps), per strategy.
+"""scaling: one scenario's step cost as its size parameter grows, per strategy.
 
-Names: scaling/<strategy>/live=<n>; a value is the mean step time at that size (pattern fixed
-for the suite by `scaling_pattern`). The report divides by n for the cost per live request and
-fits the marginal cost per live request and its log-log slope against n: a slope near 0 is a
-constant cost per request, a clearly positive slope a cost that grows.
+By default decode-dspark with decode_batch 64, 256, 1,024, 4,096: the decode forward is where
+the PR put an O(B) get-or-create scan. Names:
+scaling/<strategy>/scenario=<s>/pattern=<p>/<scaling_key>=<n>; a value is the mean step time
+at that size. The report divides by n for the cost per batch request and fits the marginal cost
+per request and its log-log slope against n: a slope near 0 is a constant cost per request, a
+clearly positive slope a cost that grows.
 """
 
 from __future__ import annotations
 
-import functools
-import gc
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
@@ -22,37 +22,28 @@ if TYPE_CHECKING:
     from bench.suites.measure import SuiteOutput, WorkerContext
 
 NAME = "scaling"
-TITLE = "Scaling with live requests"
-NOTE = "Step time as the number of live requests grows."
+TITLE = "Scaling with batch size"
+NOTE = "Step time of one scenario as its size parameter (the decode batch by default) grows."
 ORDER = 40
 
 KIND = "scaling"
 
 
-def _live_param(n: int, _pattern: str) -> dict[str, object]:
-    return {"live": n}  # the pattern is fixed for the suite: names carry the size only
-
-
 def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.suites.measure import SuiteOutput, measure_schedulers
+    from bench.suites.measure import SuiteOutput, measure_cases
 
     out = SuiteOutput()
     cfg = ctx.config
-    sizes = cfg.scaling_sizes
-    for i, n in enumerate(sizes):
-        measure_schedulers(
-            ctx,
-            out,
-            kind=KIND,
-            patterns=(cfg.scaling_pattern,),
-            live_requests=n,
-            steps_per_value=cfg.scaling_steps_per_value,
-            keep_steps=False,
-            label=f"scaling live={n}",
-            progress=(i / len(sizes), 1 / len(sizes)),
-            name_params=functools.partial(_live_param, n),
-        )
-        gc.collect()
+    measure_cases(
+        ctx,
+        out,
+        kind=KIND,
+        cases=cfg.scaling_cases(),
+        patterns=(cfg.scaling_pattern,),
+        steps_per_value=cfg.scaling_steps_per_value,
+        keep_steps=False,
+        count=False,
+    )
     return out
 
 
@@ -63,22 +54,31 @@ def plan(config: RunConfig) -> list[Job]:
 # -- read side --------------------------------------------------------------------------------
 
 
+def _key(config: dict[str, Any]) -> str:
+    return str(config.get("scaling_key", "decode_batch"))
+
+
 def _fits(data: SuiteData) -> dict[str, Any]:
     from bench.stats.derive import scaling_fits
 
-    return scaling_fits(data.values, kind=KIND, key="live")
+    return scaling_fits(data.values, kind=KIND, key=_key(data.config))
 
 
 def terminal_rows(summaries: list[Summary]) -> list[Summary]:
-    sizes = sorted({s.bench.int("live") for s in summaries if "live" in s.bench})
-    return [s for s in summaries if sizes and s.bench.get("live") == str(sizes[-1])]
+    keys = {k for s in summaries for k, _v in s.bench.params if k not in ("scenario", "pattern")}
+    if len(keys) != 1:
+        return summaries
+    (key,) = keys
+    sizes = sorted({s.bench.int(key) for s in summaries})
+    return [s for s in summaries if s.bench.get(key) == str(sizes[-1])]
 
 
 def terminal_extra(data: SuiteData) -> list[str]:
     fits = _fits(data)
     if not fits:
         return []
-    lines = ["\n   marginal step cost per live request (log-log slope vs live requests)"]
+    key = _key(data.config)
+    lines = [f"\n   marginal step cost per {key} request (log-log slope vs {key})"]
     for strategy, f in fits.items():
         if f.marginal_ns_per_request is not None:
             slope = f.marginal_loglog_slope
@@ -110,13 +110,13 @@ def report_extra(data: SuiteData) -> list[Html]:
         )
     head = (
         "strategy",
-        "live requests",
+        _key(data.config),
         "marginal ns / request / step",
         "fixed step",
         "log-log slope",
         "growth",
     )
-    return [tag("h3", "Marginal cost per live request"), table(head, rows)]
+    return [tag("h3", "Marginal cost per request"), table(head, rows)]
 
 
 def figure(run: RunData, st: dict[str, Any]) -> Any:
@@ -163,9 +163,9 @@ def figure(run: RunData, st: dict[str, Any]) -> Any:
         ax.set_yscale("log")
         plain_log_ticks(ax.xaxis)
         plain_log_ticks(ax.yaxis)
-        ax.set_xlabel("live requests")
+        ax.set_xlabel(label(_key(run.config)))
     ax1.set_ylabel("step time (µs, median)")
-    ax2.set_ylabel("step time per live request (ns)")
+    ax2.set_ylabel("step time per request (ns)")
     fig.legend(
         handles=handles,
         loc="outside right upper",
@@ -173,18 +173,21 @@ def figure(run: RunData, st: dict[str, Any]) -> Any:
         title="marginal cost: log-log slope\n(or ns/request with 2 sizes)",
     )
     pattern = label(run.config.get("scaling_pattern", "?"))
-    fig.suptitle(f"Scaling with live requests (pattern={pattern})")
+    scenario = label(run.config.get("scaling_scenario", "?"))
+    fig.suptitle(
+        f"Scaling: {scenario} step time against {label(_key(run.config))} (pattern={pattern})"
+    )
     return fig
 
 
-FIGURES = (FigureSpec("scaling", "Scaling with live requests", figure),)
+FIGURES = (FigureSpec("scaling", "Step time against batch size", figure),)
 FAMILIES = (
     FamilySpec(
         "scaling",
         "scaling: step time",
         KIND,
-        axis="live",
-        axis_label="live requests",
+        axis="@scaling_key",
+        axis_label="batch size",
         featured=True,
     ),
 )

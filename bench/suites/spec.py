@@ -59,10 +59,11 @@ class FamilySpec:
     key: str
     title: str
     kind: str
-    axis: str | None
+    axis: str | None  # a parameter; "@key": the parameter the run configuration's key names
     axis_label: str = ""  # what varies between rankings, in words ("lookup size")
     axis_config: str | None = None  # a run-configuration list giving the axis's order
     group: str | None = None
+    group_config: str | None = None  # a run-configuration list giving the groups' order
     match: tuple[tuple[str, str], ...] = ()  # only benchmarks with these parameters
     has_test: bool = True  # entries carry significance against the baseline
     # Open in the HTML report and summarised in summary.md (the PR text): all or none of the

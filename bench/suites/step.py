@@ -1,10 +1,13 @@
-"""step: scheduler step latency per strategy x access pattern, interleaved.
+"""step: scheduler iteration latency per scenario x strategy x access pattern, interleaved.
 
-Names: step/<strategy>/pattern=<per_field|cached>. A value is the mean host time of
-`steps_per_value` scheduler iterations (pyperf loops = steps). Every measured step's own latency
-is kept too (host, and device time from CUDA events on a GPU), with the number of collections
-that ran during it, so the report can show p50/p99/p99.9/max, steps per second and which spikes
-were GC. Per strategy the report also gives per_field / cached (the review's question).
+Names: step/<strategy>/scenario=<preset>/pattern=<per_field|cached>[/<swept key>=<value>]. A
+value is the mean host time of `steps_per_value` scheduler iterations (pyperf loops = steps).
+Every measured iteration's own latency is kept (host, and device time from CUDA events on a
+GPU) with the number of collections during it, and the queue lengths after it (once per
+scenario case: every strategy replays the same stream); worker 0 also counts, untimed, the
+state lookups and creations per iteration. The report derives p50/p99/p99.9/max, per_field /
+cached per strategy, queue statistics, and each strategy's cost net of `control` as a share of
+the scenario's forward time (bench/report/scenarios.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
+from bench.names import BenchName
 from bench.runformat import StepSeries
 from bench.suites.spec import FamilySpec, FigureSpec, Job, with_values
 
@@ -30,22 +34,20 @@ KIND = "step"
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.suites.measure import SuiteOutput, measure_schedulers
+    from bench.suites.measure import SuiteOutput, measure_cases
 
     out = SuiteOutput()
     cfg = ctx.config
-    recorders = measure_schedulers(
+    measure_cases(
         ctx,
         out,
         kind=KIND,
+        cases=cfg.cases(),
         patterns=cfg.patterns,
-        live_requests=cfg.live_requests,
         steps_per_value=cfg.steps_per_value,
         keep_steps=True,
-        label="step",
+        count=ctx.worker_index == 0,  # counts are exact: one worker's are enough
     )
-    for name, rec in recorders.items():
-        out.extras.steps[str(name)] = rec.kept
     return out
 
 
@@ -58,30 +60,30 @@ def plan(config: RunConfig) -> list[Job]:
 
 
 def _pattern_ratios(data: SuiteData) -> dict[str, Any]:
+    """per_field / cached for every strategy and case, keyed by the name without the pattern."""
     from bench.stats.derive import param_ratios
 
     return param_ratios(data.values, kind=KIND, key="pattern", num="per_field", den="cached")
 
 
+def _who(label: str) -> str:
+    """'step/pr652/scenario=decode-dspark' -> 'pr652 decode-dspark' (plus swept values)."""
+    bench = BenchName.parse(label)
+    return " ".join([bench.strategy, *(v for _k, v in bench.params)])
+
+
 def terminal_extra(data: SuiteData) -> list[str]:
-    lines = []
-    if data.percentiles:
-        lines.append(
-            "\n   per-step latency        p50        p99      p99.9        max   steps/s  spikes(gc)"
-        )
-        for name, p in data.percentiles.items():
-            lines.append(
-                f"   {name:<30} {p.p50_ns / 1e6:7.3f}ms {p.p99_ns / 1e6:7.3f}ms"
-                f" {p.p999_ns / 1e6:7.3f}ms {p.max_ns / 1e6:7.3f}ms {p.steps_per_s:9.0f}"
-                f"  {p.spikes}({p.spikes_with_gc})"
-            )
+    from bench.report.scenarios import cost_lines
+
+    lines = cost_lines(data)
     ratios = _pattern_ratios(data)
     if ratios:
-        lines.append("\n   per_field / cached step latency")
+        lines.append("\n   per_field / cached step latency (same strategy and scenario)")
         for label, c in sorted(ratios.items()):
             sig = "*" if c.significant else " "
-            strategy = label.split("/")[1]
-            lines.append(f"   {strategy:<12} {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}] {sig}")
+            lines.append(
+                f"   {_who(label):<40} {c.ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}] {sig}"
+            )
     return lines
 
 
@@ -110,7 +112,7 @@ def report_extra(data: SuiteData) -> list[Html]:
     if ratios:
         ratio_rows = [
             (
-                td(tag("code", label.split("/")[1])),
+                td(tag("code", _who(label))),
                 num(fmt_ratio(c.ratio, c.ci_low, c.ci_high)),
                 num(fmt_p(c.p_value)),
                 "yes" if c.significant else "no",
@@ -118,33 +120,41 @@ def report_extra(data: SuiteData) -> list[Html]:
             for label, c in sorted(ratios.items())
         ]
         out += [
-            tag("h3", "per_field / cached step time (same strategy)"),
-            table(("strategy", "ratio [95% CI]", "p", "significant"), ratio_rows),
+            tag("h3", "per_field / cached step time (same strategy and scenario)"),
+            table(("strategy and scenario", "ratio [95% CI]", "p", "significant"), ratio_rows),
         ]
     return out
 
 
+def _cases(names: Any, config: dict[str, Any]) -> list[str]:
+    from bench.report.scenarios import ordered_cases
+
+    return ordered_cases({BenchName.parse(n).without("pattern").condition for n in names}, config)
+
+
 def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
+    """Per scenario case, the distribution of per-step latency (the PR's per_field pattern)."""
     import matplotlib.pyplot as plt
 
-    from bench.names import BenchName
     from bench.report.plots import label, legend, plain_log_ticks
 
     data = run.suite("step")
     if data is None:
         return None
-    series = {BenchName.parse(n): s for n, s in data.extras.steps.items() if s.host_ns}
-    patterns = sorted({b["pattern"] for b in series if "pattern" in b})
-    if not patterns:
+    series = {n: s for n, s in data.extras.steps.items() if s.host_ns}
+    cases = _cases(series, run.config)
+    if not cases:
         return None
+    cols = min(len(cases), 4)
+    rows_n = -(-len(cases) // cols)
     fig, axes = plt.subplots(
-        1, len(patterns), figsize=(5.2 * len(patterns) + 2, 4.2), sharey=True, layout="constrained"
+        rows_n, cols, figsize=(4.6 * cols + 2, 3.8 * rows_n), squeeze=False, layout="constrained"
     )
-    axes_list = list(axes) if len(patterns) > 1 else [axes]
     names: list[str] = []
-    for ax, pattern in zip(axes_list, patterns, strict=True):
+    for ax, case in zip(axes.flat, cases, strict=False):
+        params = dict(p.split("=", 1) for p in case.split("/"))
         for strategy in st:
-            bench = BenchName.of(KIND, strategy, pattern=pattern)
+            bench = str(BenchName.of(KIND, strategy, **params, pattern="per_field"))
             vals = sorted(v / 1e3 for v in series.get(bench, _EMPTY).host_ns if v > 0)
             if not vals:
                 continue
@@ -162,48 +172,41 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
                 markersize=4,
                 linewidth=1.2,
             )
-            p = data.percentiles.get(str(bench))
-            if p is not None:
-                ax.plot(
-                    [p.p99_ns / 1e3],
-                    [0.99],
-                    marker=st[strategy].marker,
-                    color=st[strategy].color,
-                    markersize=6,
-                    linestyle="none",
-                )
         ax.axhline(0.99, color="grey", linewidth=0.6, linestyle=":")
         ax.set_xscale("log")
         plain_log_ticks(ax.xaxis)
-        ax.set_xlabel("step latency (µs, host)")
-        ax.set_title(f"pattern={label(pattern)}  (marker: p99)")
-    axes_list[0].set_ylabel("fraction of steps ≤ x")
+        ax.set_xlabel("iteration latency (µs, host)")
+        ax.set_title(label(case.replace("scenario=", "")))
+    for ax in axes.flat[len(cases) :]:
+        ax.set_visible(False)
+    axes[0][0].set_ylabel("fraction of iterations ≤ x")
     legend(fig, names, st, run.baseline)
-    fig.suptitle("Per-step latency distribution")
+    fig.suptitle("Per-iteration latency per scenario (per_field)")
     return fig
 
 
-def _p99_metric(run: RunData, pattern: str) -> Metric | None:
-    from bench.names import BenchName
+def _p99_metric(run: RunData, case: str) -> Metric | None:
     from bench.report.headline import Cell, Metric
     from bench.stats import quantile_ratio_ci
 
     data = run.suite("step")
     if data is None:
         return None
+    short = case.replace("scenario=", "")
     metric = Metric(
-        key=f"p99_{pattern}",
-        title=f"p99 step ({pattern})",
+        key=f"p99_{short}",
+        title=f"p99 iteration {short} (per_field)",
         unit="second",
         words=("faster", "slower"),
-        note="99th percentile of per-step host latency; CI: bootstrap over recorded steps",
+        note="99th percentile of per-iteration host latency; CI: bootstrap over recorded steps",
     )
-    base_name = str(BenchName.of(KIND, run.baseline, pattern=pattern))
+    params = dict(p.split("=", 1) for p in case.split("/"))
+    base_name = str(BenchName.of(KIND, run.baseline, **params, pattern="per_field"))
     base = data.percentiles.get(base_name)
     base_raw = [float(v) for v in data.extras.steps.get(base_name, _EMPTY).host_ns]
     for name, p in data.percentiles.items():
         bench = BenchName.parse(name)
-        if bench.kind != KIND or bench.params != (("pattern", pattern),):
+        if bench.without("pattern").condition != case or bench.get("pattern") != "per_field":
             continue
         value = p.p99_ns / 1e9
         if bench.strategy == run.baseline or base is None or not base.p99_ns:
@@ -220,36 +223,57 @@ def _p99_metric(run: RunData, pattern: str) -> Metric | None:
 
 
 def headline(run: RunData) -> list[Metric]:
+    """One column per scenario case: the iteration time under the PR's per_field pattern."""
     from bench.report.headline import summary_metric
 
-    patterns = [str(p) for p in run.config.get("patterns", ("per_field", "cached"))]
-    metrics = [
-        summary_metric(
-            run,
-            "step",
-            KIND,
-            key=f"step_{pattern}",
-            title=f"step ({pattern})",
-            note="median scheduler step time, paired per round against the baseline",
-            pattern=pattern,
+    data = run.suite("step")
+    if data is None:
+        return []
+    cases = _cases(data.values, run.config)
+    metrics = []
+    for case in cases:
+        params = dict(p.split("=", 1) for p in case.split("/"))
+        short = case.replace("scenario=", "")
+        metrics.append(
+            summary_metric(
+                run,
+                "step",
+                KIND,
+                key=f"step_{short}",
+                title=f"iteration {short}",
+                note=f"median scheduler iteration in {short} (per_field, the PR's pattern), paired per round",
+                **params,
+                pattern="per_field",
+            )
         )
-        for pattern in patterns
-    ]
-    metrics.append(_p99_metric(run, patterns[0] if patterns else "per_field"))
+    if cases:
+        metrics.append(_p99_metric(run, cases[0]))
     return [m for m in metrics if m is not None]
 
 
 _EMPTY = StepSeries()  # read-only stand-in for a benchmark without per-step data
 
-FIGURES = (FigureSpec("step_latency_cdf", "Per-step latency distribution", cdf_figure),)
+
+def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
+    from bench.report.scenarios import sweep_figure as build
+
+    return build(run, st)
+
+
+FIGURES = (
+    FigureSpec("step_latency_cdf", "Per-iteration latency distribution", cdf_figure),
+    FigureSpec("sweep_cost", "Cost per iteration across the sweep", sweep_figure),
+)
 FAMILIES = (
     FamilySpec(
-        "step",
-        "scheduler step time",
+        "step_{group}",
+        "scheduler iteration time, {group}",
         KIND,
         axis="pattern",
         axis_label="access pattern",
         axis_config="patterns",
+        group="scenario",
+        group_config="scenarios",
         featured=True,
     ),
 )
