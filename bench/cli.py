@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -73,6 +74,44 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_workload(args: argparse.Namespace) -> int:
+    from bench.core import reqmodel
+
+    if args.workload_command == "models":
+        for name in reqmodel.available():
+            model = reqmodel.load(name)
+            if model is None:
+                print(f"{name:<20} the earlier generated table (bench/core/workload.py)")
+            else:
+                print(
+                    f"{name:<20} {len(model.attrs)} attributes, {model.tracked()} GC-tracked; {model.origin}"
+                )
+        return 0
+    try:
+        model = reqmodel.import_req(Path(args.path), args.name, origin=args.origin or "")
+    except reqmodel.ImportReqError as exc:
+        raise UsageError(str(exc)) from None
+    print(reqmodel.describe(model))
+    out = Path(args.output) if args.output else reqmodel.DATA_DIR / f"{args.name}.json"
+    from bench.storage import write_json
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(out, model.to_json())
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the table ({exc.strerror})") from None
+    print(f"table: {out}")
+    return 0
+
+
+def _model_name(text: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", text):
+        raise argparse.ArgumentTypeError(
+            f"a model name is lowercase letters, digits, . _ -; got {text!r}"
+        )
+    return text
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -118,8 +157,16 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
             changes[attr] = value
     if args.values is not None:
         changes["step_values"] = args.values  # one knob for every suite's repetitions
+    if args.workers is not None:
+        changes["lookup_workers"] = args.workers
     if args.pattern:
         changes["patterns"] = args.pattern
+    if args.regime:
+        changes["lookup_regimes"] = args.regime
+    if args.request_model:
+        changes["request_model"] = args.request_model
+    if args.request_class:
+        changes["request_class"] = args.request_class
     try:
         if args.scenario:
             changes["scenarios"] = tuple(dict.fromkeys(x for group in args.scenario for x in group))
@@ -236,6 +283,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         return 128 + exc.signum
     print(render_table(run_dir))
+    _run_selfcheck(run_dir, config)
     if not args.no_report:
         from bench.report import write_report
 
@@ -251,6 +299,50 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for path in paths:
             print(f"report: {path}")
     return 0 if manifest["status"] == "complete" else EXIT_FAILED
+
+
+def _cmd_selfcheck(args: argparse.Namespace) -> int:
+    from bench.selfcheck import SELFCHECK_FILE, selfcheck
+    from bench.storage import latest_run_dir
+
+    if args.run:
+        run_dir: Path | None = Path(args.run)
+        if not (Path(args.run) / MANIFEST).is_file():
+            raise UsageError(f"{args.run}: not a run folder (no {MANIFEST})")
+    else:
+        run_dir = latest_run_dir(Path(args.output_dir))
+    if run_dir is not None:
+        print(f"comparing with {run_dir}", file=sys.stderr)
+    try:
+        result = selfcheck(
+            run_dir, live=args.live, request_model=args.request_model, write=not args.no_write
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print("\n".join(result.lines()))
+    if run_dir is not None and not args.no_write:
+        print(f"written: {run_dir / SELFCHECK_FILE}", file=sys.stderr)
+    return 0
+
+
+def _run_selfcheck(run_dir: Path, config: RunConfig) -> None:
+    """After a run whose lookup suite measured warm get_hit: the timeit cross-check, written
+    into the run folder. A failure here never costs the run."""
+    from bench.selfcheck import run_sizes, selfcheck
+
+    if "lookup" not in config.suites or "warm" not in config.lookup_regimes:
+        return
+    if config.request_class != "model":
+        return  # the check builds the request model's class; the run measured sglang's own
+    try:
+        if not run_sizes(run_dir):
+            return
+        print("selfcheck: timing get_hit with plain timeit (~10 s)", file=sys.stderr)
+        result = selfcheck(run_dir)
+    except Exception as exc:
+        print(f"selfcheck skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return
+    print("\n".join(result.lines()))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -367,6 +459,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure every scenario at each value of one parameter (e.g. decode_batch=64,256,1024,4096)",
     )
     p_run.add_argument("--pattern", type=_csv, help="access patterns: per_field,cached")
+    p_run.add_argument(
+        "--regime", type=_csv, help="lookup memory regimes: warm,cold (also: mixed, the old one)"
+    )
+    p_run.add_argument(
+        "--request-model",
+        metavar="NAME",
+        help="request model table (default: the fork head the PR targets; list: python -m bench workload models)",
+    )
+    p_run.add_argument(
+        "--request-class",
+        choices=("model", "sglang"),
+        help="model: generated from the request model (default); sglang: the installed sglang's Req",
+    )
     for moved in _MOVED_OPTIONS:  # refused with a hint (see _refuse_moved_options)
         flag = "--" + moved.replace("_", "-")
         if moved == "streaming":
@@ -391,6 +496,43 @@ def build_parser() -> argparse.ArgumentParser:
         "--markdown", action="store_true", help="docs/SCENARIOS.md (every preset, every source)"
     )
     p_scen.set_defaults(func=_cmd_scenarios)
+
+    p_work = sub.add_parser("workload", help="request models: import SGLang's Req, list models")
+    work = p_work.add_subparsers(dest="workload_command", required=True, parser_class=_Parser)
+    p_imp = work.add_parser(
+        "import-req", help="read class Req from a schedule_batch.py into a request model table"
+    )
+    p_imp.add_argument("path", help="path to sglang/srt/managers/schedule_batch.py")
+    p_imp.add_argument("--name", type=_model_name, default="imported", help="model name (imported)")
+    p_imp.add_argument("--origin", help="where the file came from (recorded in the table)")
+    p_imp.add_argument(
+        "--output", help="write the table here (default bench/data/request_models/NAME.json)"
+    )
+    work.add_parser("models", help="the request models this harness ships")
+    p_work.set_defaults(func=_cmd_workload)
+
+    p_check = sub.add_parser(
+        "selfcheck",
+        help="warm get_hit of weakkey, declared, dynattr with plain timeit, against a run's figures",
+    )
+    p_check.add_argument(
+        "run", nargs="?", help="run folder (default: the newest under --output-dir)"
+    )
+    p_check.add_argument(
+        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders are"
+    )
+    p_check.add_argument(
+        "--live",
+        type=_positive_int,
+        help="live requests (default: the run's smallest lookup size, else 1000)",
+    )
+    p_check.add_argument(
+        "--request-model", metavar="NAME", help="request model (default: the run's)"
+    )
+    p_check.add_argument(
+        "--no-write", action="store_true", help="do not write selfcheck.json into the run"
+    )
+    p_check.set_defaults(func=_cmd_selfcheck)
 
     p_report = sub.add_parser(
         "report", help="HTML + markdown report of a run folder (or a comparison)"

@@ -8,8 +8,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from bench.core import scenarios
+from bench.core.reqmodel import DEFAULT_MODEL
 from bench.core.scenarios import DEFAULT_SET as DEFAULT_SCENARIOS
 from bench.core.scenarios import Scenario
+from bench.core.workload import RequestSource
 
 # Upper bound on live requests in a lookup table: beyond ~1M the synthetic requests alone
 # outgrow this machine.
@@ -52,11 +54,18 @@ class RunConfig:
     workers: int = 3
     warmup_values: int = 1
     values: int = 6
-    # lookup suite
+    # lookup suite: two worker processes (each 1e5 cell builds 9 x 1e5 requests per regime)
+    lookup_workers: int = 2
     lookup_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     lookup_min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
     lookup_miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
     lookup_max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
+    # memory regimes (bench.suites.measure.REGIMES): how populations lie and are visited
+    lookup_regimes: tuple[str, ...] = ("warm", "cold")
+    # a cold value: whole passes, each after an eviction (~20 ms here), until this many
+    # lookups (a cold lookup costs ~0.2-1 us here, so a value lasts ~0.2-1 ms: one pass of the
+    # 1e3 table, or 1e3 of a larger table's sample)
+    lookup_cold_lookups: int = 1_000
     # scheduler scenarios (step, gc): presets of bench/core/scenarios.py, every parameter
     # overridable (--set key=value, recorded) and one of them sweepable (--sweep key=v1,v2)
     scenarios: tuple[str, ...] = DEFAULT_SCENARIOS
@@ -64,6 +73,10 @@ class RunConfig:
     sweep_key: str | None = None
     sweep_values: tuple[Any, ...] = ()
     patterns: tuple[str, ...] = ("per_field", "cached")
+    # The request class: a request model read from SGLang's schedule_batch.py (default: the
+    # fork head the PR targets), or the installed sglang's own Req (request_class = "sglang").
+    request_model: str = DEFAULT_MODEL
+    request_class: str = "model"
     steps_per_value: int = 50
     # Lookups and states created per iteration are counted over this many untimed iterations.
     count_steps: int = 100
@@ -88,7 +101,7 @@ class RunConfig:
 
     def quick(self) -> RunConfig:
         one_process: dict[str, Any] = dict.fromkeys(
-            ("workers", "gc_workers", "scaling_workers", "step_workers"), 1
+            ("workers", "lookup_workers", "gc_workers", "scaling_workers", "step_workers"), 1
         )
         return replace(
             self,
@@ -111,6 +124,10 @@ class RunConfig:
     @property
     def sweep(self) -> tuple[str, tuple[Any, ...]] | None:
         return (self.sweep_key, self.sweep_values) if self.sweep_key else None
+
+    @property
+    def requests(self) -> RequestSource:
+        return RequestSource(model=self.request_model, real=self.request_class == "sglang")
 
     def cases(self) -> list[tuple[Scenario, dict[str, str]]]:
         """Every scheduler case of the step and gc suites: (scenario, extra name params)."""
@@ -153,8 +170,30 @@ class RunConfig:
                 f"scaling key {self.scaling_key!r} is not an integer scenario parameter"
             )
         self.scaling_cases()
+        from bench.core import reqmodel
         from bench.core.callsites import PATTERNS
         from bench.gcprobe import GC_MODES
+        from bench.suites.measure import REGIMES
+
+        if self.lookup_cold_lookups < 1:
+            raise ValueError(f"lookup_cold_lookups must be >= 1, got {self.lookup_cold_lookups}")
+        bad = [r for r in self.lookup_regimes if r not in REGIMES]
+        if bad or not self.lookup_regimes:
+            raise ValueError(
+                f"unknown lookup regime {bad[0] if bad else '(none)'!r}; choose from {', '.join(REGIMES)}"
+            )
+        if self.request_class not in ("model", "sglang"):
+            raise ValueError(
+                f"unknown request class {self.request_class!r}; choose model or sglang"
+            )
+        if self.request_class == "sglang":
+            from bench.core.sglang_req import SglangMissing, import_sglang
+
+            try:
+                import_sglang()
+            except SglangMissing as exc:
+                raise ValueError(str(exc)) from None
+        reqmodel.load(self.request_model)  # unknown models: one line naming the known ones
 
         for p in (*self.patterns, self.scaling_pattern):
             if p not in PATTERNS:

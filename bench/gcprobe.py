@@ -50,10 +50,11 @@ class GcProbe:
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(*, collect: bool = True) -> Iterator[None]:
     """Setup only (never timed): building 1e5+ requests with automatic GC on runs full
-    collections over a growing heap and takes ~4x longer. Collects on the way out, so the
-    first timed value does not pay for the setup's garbage."""
+    collections over a growing heap and takes ~4x longer. Collects on the way out (unless
+    collect=False: the caller times with GC off anyway), so the first timed value does not pay
+    for the setup's garbage."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -61,7 +62,8 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-        gc.collect()
+        if collect:
+            gc.collect()
 
 
 def background_heap(n_objects: int) -> list[Any]:

@@ -100,6 +100,14 @@ def new_run_dir(base: Path) -> Path:
     raise UsageError(f"{base}: could not create a unique run folder")
 
 
+def latest_run_dir(base: Path) -> Path | None:
+    """The newest run folder under base (names start with a UTC timestamp), or None."""
+    if not base.is_dir():
+        return None
+    runs = sorted(p for p in base.iterdir() if (p / "manifest.json").is_file())
+    return runs[-1] if runs else None
+
+
 def check_free_space(path: Path, need_bytes: int = MIN_FREE_BYTES) -> None:
     """Fail before measuring, not after, when results could not be written."""
     st = os.statvfs(path)

@@ -2,12 +2,15 @@
 
 `make bench-pytest` runs it with benchmarking on; `make test` runs each body once with
 benchmarking disabled (pyproject's --benchmark-disable), as a correctness check. Groups are
-named like the pyperf benchmarks: lookup/<strategy>/op=<op>/live=<n>, grouped by operation.
+named like the pyperf benchmarks: lookup/<strategy>/op=<op>/live=<n>/regime=warm (requests
+built in one go and visited in allocation order, repeatedly: the warm regime), grouped by
+operation.
 """
 
 from __future__ import annotations
 
 import gc
+from array import array
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,7 +38,7 @@ TEN = {
 @pytest.fixture
 def live(strategy: Strategy) -> Iterator[list[Any]]:
     cls = make_request_class(strategy)
-    reqs = [cls(f"pb{i}", [1], 1) for i in range(LIVE)]
+    reqs = [cls(f"pb{i}", array("q", (1,)), 1) for i in range(LIVE)]
     for r in reqs:
         strategy.get(r)
     yield reqs
@@ -48,7 +51,7 @@ def live(strategy: Strategy) -> Iterator[list[Any]]:
 
 
 def _name(benchmark: Any, strategy: Strategy, op: str) -> None:
-    name = BenchName.of("lookup", strategy.name, op=op, live=LIVE)
+    name = BenchName.of("lookup", strategy.name, op=op, live=LIVE, regime="warm")
     benchmark.group = name.condition
     benchmark.name = str(name)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,11 @@ CASES = [
     (["--config", "missing.json"], "missing.json: no such file"),
     (["--config", str(FIXTURES / "ext_strategy.py")], "not valid JSON"),
     (["--resume", "no/such/run"], "manifest.json: no such file"),
+    (["--request-model", "nope"], "unknown request model 'nope'; choose from fork-c96e68b62b"),
+    (["--regime", "hot"], "unknown lookup regime 'hot'; choose from warm, cold, mixed"),
 ]
+if importlib.util.find_spec("sglang") is None:
+    CASES.append((["--request-class", "sglang"], "sglang cannot be imported here"))
 if not torch.cuda.is_available():
     CASES.append((["--device", "cuda"], "torch sees no CUDA device"))
 

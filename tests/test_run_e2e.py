@@ -63,7 +63,8 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
     names = {suite: set(values_of(load_pyperf(run_dir / f"{suite}.json"))) for suite in SUITES}
     for s in STRATEGIES:
         for op in LOOKUP_OPS:
-            assert f"lookup/{s}/op={op}/live=200" in names["lookup"]
+            for regime in ("warm", "cold"):
+                assert f"lookup/{s}/op={op}/live=200/regime={regime}" in names["lookup"]
         for scenario in ("prefill-dspark", "decode-dspark"):
             for pattern in ("per_field", "cached"):
                 assert f"step/{s}/scenario={scenario}/pattern={pattern}" in names["step"]

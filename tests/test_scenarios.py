@@ -204,8 +204,10 @@ def test_a_sweep_is_named_plotted_and_summarised(tmp_path: Path) -> None:
     ]
     for case in summary["cases"]:
         assert case["modified"] == ["decode_batch"]
+        # the batch stays (nearly) full: a finished request's slot waits for the next
+        # received one for a step or two, so the mean sits just under B
         assert case["queues"]["decode_batch_mean"] == pytest.approx(
-            int(case["key"].rsplit("=", 1)[1]), abs=0.5
+            int(case["key"].rsplit("=", 1)[1]), rel=0.03
         )
     assert any("decode-dspark: per_field vs cached" in s for s in summary["sweep"])
     assert (run_dir / "plots" / "sweep_cost.png").exists()

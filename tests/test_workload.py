@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import itertools
 import random
+from array import array
 
 import pytest
 
 from bench.core.arrivals import mean_length, request_stream, sample_length
 from bench.core.scenarios import get
-from bench.core.workload import DEFAULT_REQUEST_ATTRS, make_request_class
+from bench.core.workload import DEFAULT_REQUEST_ATTRS, SYNTHETIC, make_request_class
 from strategies import Strategy, resolve
 
 
 def test_request_has_realistic_attribute_count(strategy: Strategy) -> None:
-    cls = make_request_class(strategy)
-    req = cls("r", [1, 2], 3)
-    assert len(vars(req)) == DEFAULT_REQUEST_ATTRS + len(strategy.request_init_fields)
+    cls = make_request_class(strategy)  # the default model: the fork head the PR targets
+    req = cls("r", array("q", (1, 2)), 3)
+    assert len(vars(req)) == 140 + len(strategy.request_init_fields)  # WORKLOAD.md
     for name, default in strategy.request_class_fields.items():
         assert getattr(cls, name) == default
 
@@ -37,11 +38,22 @@ def test_fat_request_sets_the_ten_fields_per_instance() -> None:
     assert "current_is_last" in vars(req)
 
 
-def test_attribute_count_is_configurable() -> None:
-    assert len(vars(make_request_class(None, n_attrs=10)("r", [1], 1))) == 10
-    assert len(vars(make_request_class(None, n_attrs=200)("r", [1], 1))) == 200
+def test_synthetic_attribute_count_is_configurable() -> None:
+    def n_attrs(n: int) -> int:
+        return len(vars(make_request_class(None, model=SYNTHETIC, n_attrs=n)("r", [1], 1)))
+
+    assert n_attrs(DEFAULT_REQUEST_ATTRS) == DEFAULT_REQUEST_ATTRS
+    assert n_attrs(10) == 10
+    assert n_attrs(200) == 200
     with pytest.raises(ValueError, match="at least 1"):
-        make_request_class(None, n_attrs=0)
+        make_request_class(None, model=SYNTHETIC, n_attrs=0)
+
+
+def test_stream_ids_are_arrays_of_the_prompt_length() -> None:
+    cls = make_request_class(None)
+    for a in itertools.islice(request_stream(cls, get("prefill-sharegpt"), 3), 300):
+        assert isinstance(a.req.origin_input_ids, array)
+        assert len(a.req.origin_input_ids) == a.prompt_len
 
 
 def test_stream_is_seeded_and_follows_the_scenario() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +32,6 @@ SHAREGPT_CLIP = (2, 2048)
 HIDDEN_SIZE = 7168
 # Capture layers: WORKLOAD.md 'Why the state exists' (e.g. [40, 41, 42]).
 FIRST_CAPTURE_LAYER = 40
-# Token ids kept on a request: a cap on the list length keeps large populations in memory
-# (the request models of a later change carry the prompt's full length).
-TOKEN_IDS_PER_REQUEST = 64
 
 
 @dataclass(slots=True)
@@ -60,6 +58,15 @@ def sample_length(dist: str, rng: random.Random, *, range_ratio: float, role: st
     if dist.startswith("random-") and dist.endswith("k"):
         full = int(dist[len("random-") : -1]) * 1024
         return rng.randint(max(int(full * range_ratio), 1), full)
+    raise ValueError(f"unknown length distribution {dist!r}")
+
+
+def max_length(dist: str) -> int:
+    """The longest length a named distribution gives."""
+    if dist == "sharegpt":
+        return SHAREGPT_CLIP[1]
+    if dist.startswith("random-") and dist.endswith("k"):
+        return int(dist[len("random-") : -1]) * 1024
     raise ValueError(f"unknown length distribution {dist!r}")
 
 
@@ -98,9 +105,11 @@ def request_stream(
     Request ids are `<rid_prefix>-<seed>-<n>`: schedulers that share a process must use
     distinct prefixes, as request ids are unique in a real server (rid_dict keys by them)."""
     rng = random.Random(seed)
-    # Token ids are slices of one seeded pool: realistic list objects without paying for
-    # TOKEN_IDS_PER_REQUEST random draws per request.
-    token_pool = [rng.randrange(32000) for _ in range(4096 + TOKEN_IDS_PER_REQUEST)]
+    # A request's token ids are an array('q') of its prompt's length, as in SGLang's Req
+    # (WORKLOAD.md 'The real request class'): slices of one seeded pool, so a request costs a
+    # copy, not prompt_len random draws.
+    longest = max_length(scenario.prompts)
+    token_pool = array("q", (rng.randrange(32000) for _ in range(2 * longest)))
     n = 0
     while True:
         prompt_len = sample_length(
@@ -111,8 +120,8 @@ def request_stream(
         )
         cached = int(prompt_len * rng.random() * scenario.cached_prefix_max_frac)
         uses_pd = rng.random() < scenario.pd_fraction and prompt_len > cached
-        offset = rng.randrange(4096)
-        ids = token_pool[offset : offset + min(prompt_len, TOKEN_IDS_PER_REQUEST)]
+        offset = rng.randrange(longest)
+        ids = token_pool[offset : offset + prompt_len]
         meta = hidden_meta(scenario, prompt_len, cached) if uses_pd else None
         rid = f"{rid_prefix}-{seed}-{n}"
         n += 1

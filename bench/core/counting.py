@@ -17,6 +17,7 @@ from typing import Any
 from bench.core.hostpool import HostPool, host_hidden
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import make_scheduler, warmup_steps
+from bench.core.workload import RequestSource
 from strategies import Strategy
 
 
@@ -60,7 +61,13 @@ def counted(strategy: Strategy, counts: OpCounts) -> Strategy:
 
 
 def count_ops(
-    strategy: Strategy, scenario: Scenario, *, pattern: str, seed: int, steps: int
+    strategy: Strategy,
+    scenario: Scenario,
+    *,
+    pattern: str,
+    seed: int,
+    steps: int,
+    requests: RequestSource | None = None,
 ) -> OpCounts:
     """Lookups and creations over `steps` iterations after the scenario's warm-up."""
     warm = OpCounts()
@@ -71,6 +78,7 @@ def count_ops(
         pattern=pattern,
         seed=seed,
         hidden=host_hidden(scenario.chunked_prefill_size),
+        requests=requests,
     )
     sched.run(warmup_steps(scenario))
     before = dataclasses.replace(warm, by_site=dict(warm.by_site))

@@ -42,7 +42,7 @@ from bench.core.arrivals import Arrival, request_stream
 from bench.core.callsites import PATTERNS, CallSites, compile_callsites
 from bench.core.hostpool import HostPool
 from bench.core.scenarios import Scenario
-from bench.core.workload import DEFAULT_REQUEST_ATTRS, make_request_class
+from bench.core.workload import RequestSource
 from strategies import Strategy
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class SchedulerLoop:
         verify: bool = False,
         hidden: Any = None,
         sites: CallSites | None = None,
-        request_attrs: int = DEFAULT_REQUEST_ATTRS,
+        requests: RequestSource | None = None,
     ) -> None:
         if pattern not in PATTERNS:
             raise ValueError(
@@ -142,7 +142,7 @@ class SchedulerLoop:
         self.sites = sites or compile_callsites(strategy, pattern)
         self.scan = self.sites.capture_layers(scenario.capture)
         self.allocator = IntervalAllocator(pool.shape.rows)
-        self.req_cls = make_request_class(strategy, n_attrs=request_attrs)
+        self.req_cls = (requests or RequestSource()).make(strategy)
         # Request ids unique across every scheduler in this process (rid_dict keys by them).
         rid_prefix = f"s{next(_SCHEDULER_SERIAL)}"
         self._stream: Iterator[Arrival] = request_stream(

@@ -1,10 +1,16 @@
-"""A synthetic request mirroring SGLang's `Req` (the arrival stream is bench/core/arrivals.py).
+"""Request classes shaped like SGLang's `Req` (the arrival stream is bench/core/arrivals.py).
 
 SGLang's Req is a plain class (no __slots__, no __eq__/__hash__, hashed by identity) whose
-__init__ sets about 135-145 instance attributes of mixed types. The class here is generated
-from a table of realistic attribute names and value expressions, so construction cost, instance
-dict size and GC-tracked objects per request are of the real order. A strategy shapes it with
-REQUEST_INIT_FIELDS (set in __init__) and REQUEST_CLASS_FIELDS (class-level declarations).
+__init__ takes ~40 keyword parameters and sets ~140-160 instance attributes. The class here is
+generated from a request model (bench/core/reqmodel.py: a table read from the real
+schedule_batch.py, shipped in bench/data/request_models/), attribute by attribute with values of
+the real kinds and the same keyword parameters, so instance dict size, GC-tracked values and
+construction cost follow the real class. The `synthetic` model is the earlier generated table
+of realistic names (kept for comparison). A strategy shapes the class with REQUEST_INIT_FIELDS
+(set in __init__) and REQUEST_CLASS_FIELDS (class-level declarations).
+
+Every class is built as cls(rid, input_ids, max_new_tokens); input ids should be an array('q')
+of the prompt's length, as in the real request.
 """
 
 from __future__ import annotations
@@ -13,13 +19,58 @@ import copy
 import linecache
 from array import array
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from bench.core import reqmodel
+from bench.core.reqmodel import DEFAULT_MODEL, SYNTHETIC, RequestModel
 from strategies import Strategy
 from strategies._contract import FIELD_DEFAULTS
 
-# Attributes a default synthetic request carries: the middle of WORKLOAD.md's 135-145.
+# Attributes the `synthetic` request model carries: the middle of WORKLOAD.md's 135-145.
 DEFAULT_REQUEST_ATTRS = 140
+
+
+class SmallObject:
+    """Stand-in for the small objects a Req holds (its ReqLogprob, its time stats, ...): a plain
+    GC-tracked object with an attribute dict."""
+
+    def __init__(self) -> None:
+        self.a = None
+        self.b = None
+        self.c = 0
+        self.d = 0
+
+
+class TensorStandIn:
+    """Where the real class holds a torch tensor, when torch is not to be imported (the
+    instruction-count gate runs without it): one GC-tracked object."""
+
+    def __init__(self) -> None:
+        self.data = None
+
+
+def _tensor_standin() -> object:
+    return TensorStandIn()
+
+
+# What builds a request's tensor attributes; the measuring processes switch it to torch.
+_TENSOR_FACTORY: list[Any] = [_tensor_standin]
+
+
+def use_torch_tensors() -> None:
+    """Requests built from now on hold real torch tensors where the real class does (called by
+    the worker, which imports torch anyway; the core stays torch-free)."""
+    import torch
+
+    def empty_int64() -> object:
+        return torch.empty((0,), dtype=torch.int64)
+
+    _TENSOR_FACTORY[0] = empty_int64
+
+
+def _make_tensor() -> object:
+    return _TENSOR_FACTORY[0]()
 
 
 class SamplingParams:
@@ -194,27 +245,82 @@ def _attr_table(n_attrs: int) -> list[tuple[str, str]]:
     return table
 
 
-def make_request_class(
-    strategy: Strategy | None = None, *, n_attrs: int = DEFAULT_REQUEST_ATTRS
-) -> type:
-    """A request class of `n_attrs` instance attributes, shaped by the strategy.
-
-    Construct instances with cls(rid, input_ids, max_new_tokens). The attribute count excludes
-    the strategy's own REQUEST_INIT_FIELDS, which are set after the base attributes.
-    """
-    init_fields: Mapping[str, object] = strategy.request_init_fields if strategy else {}
-    class_fields: Mapping[str, object] = strategy.request_class_fields if strategy else {}
-    table = _attr_table(n_attrs)
-    base_names = {name for name, _ in table}
-    clash = base_names & (set(init_fields) | set(class_fields))
-    if clash:
-        raise ValueError(f"strategy fields clash with request attributes: {sorted(clash)}")
+def _synthetic_lines(n_attrs: int) -> tuple[list[str], str]:
     lines = [
         "def __init__(self, rid, input_ids, max_new_tokens):",
         "    prompt_len = len(input_ids)",
     ]
-    lines += [f"    self.{name} = {expr}" for name, expr in table]
-    namespace: dict[str, Any] = {"SamplingParams": SamplingParams, "array": array}
+    lines += [f"    self.{name} = {expr}" for name, expr in _attr_table(n_attrs)]
+    return lines, f"synthetic {n_attrs} attributes"
+
+
+_KIND_EXPR = {
+    "rid": "rid",
+    "ids": "input_ids",
+    "text": "''",
+    "sampling": "SamplingParams(max_new_tokens)",
+    "none": "None",
+    "list": "[]",
+    "dict": "{}",
+    "set": "set()",
+    "tuple": "(0,)",
+    "array": "array('q')",
+    "tensor": "_make_tensor()",
+    "object": "SmallObject()",
+}
+_SCALAR_DEFAULT = {"int": "0", "float": "0.0", "bool": "False", "str": "''"}
+
+
+def _model_lines(model: RequestModel) -> tuple[list[str], str]:
+    """__init__ with the real keyword parameters (defaults bound on every call, as in the real
+    constructor) and one assignment per attribute, in the real order."""
+    params = [p for p in model.params if p.name not in ("rid", "input_ids", "max_new_tokens")]
+    signature = ", ".join(f"{p.name}={p.default!r}" for p in params)
+    head = "def __init__(self, rid, input_ids, max_new_tokens" + (
+        f", *, {signature}" if signature else ""
+    )
+    lines = [head + "):"]
+    for a in model.attrs:
+        if a.kind in _SCALAR_DEFAULT:
+            expr = repr(a.value) if a.value is not None else _SCALAR_DEFAULT[a.kind]
+        else:
+            expr = _KIND_EXPR.get(a.kind, "None")
+        lines.append(f"    self.{a.name} = {expr}")
+    return lines, model.name
+
+
+def request_attr_names(
+    model: str = DEFAULT_MODEL, n_attrs: int = DEFAULT_REQUEST_ATTRS
+) -> set[str]:
+    loaded = reqmodel.load(model)
+    if loaded is None:
+        return {name for name, _ in _attr_table(n_attrs)}
+    return {a.name for a in loaded.attrs}
+
+
+def make_request_class(
+    strategy: Strategy | None = None,
+    *,
+    model: str = DEFAULT_MODEL,
+    n_attrs: int = DEFAULT_REQUEST_ATTRS,
+) -> type:
+    """A request class from a request model (n_attrs sizes the `synthetic` model only), shaped
+    by the strategy. Construct instances with cls(rid, input_ids, max_new_tokens). The strategy's
+    REQUEST_INIT_FIELDS are set after the model's attributes."""
+    init_fields: Mapping[str, object] = strategy.request_init_fields if strategy else {}
+    class_fields: Mapping[str, object] = strategy.request_class_fields if strategy else {}
+    loaded = reqmodel.load(model)
+    lines, label = _synthetic_lines(n_attrs) if loaded is None else _model_lines(loaded)
+    base_names = request_attr_names(model, n_attrs)
+    clash = base_names & (set(init_fields) | set(class_fields))
+    if clash:
+        raise ValueError(f"strategy fields clash with request attributes: {sorted(clash)}")
+    namespace: dict[str, Any] = {
+        "SamplingParams": SamplingParams,
+        "SmallObject": SmallObject,
+        "array": array,
+        "_make_tensor": _make_tensor,
+    }
     for i, (name, value) in enumerate(init_fields.items()):
         if value is None or isinstance(value, (bool, int, float, str)):
             lines.append(f"    self.{name} = {value!r}")
@@ -222,7 +328,7 @@ def make_request_class(
             namespace[f"_default_{i}"] = value
             lines.append(f"    self.{name} = _copy(_default_{i})")
     suffix = strategy.name if strategy else "plain"
-    filename = f"<synthetic Req:{suffix}:{n_attrs}>"
+    filename = f"<Req {label}:{suffix}>"
     source = "\n".join(lines) + "\n"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace["_copy"] = copy.copy
@@ -230,10 +336,37 @@ def make_request_class(
     cls_dict: dict[str, Any] = {
         "__init__": namespace["__init__"],
         "__module__": __name__,
-        "__doc__": f"Synthetic SGLang-like Req ({n_attrs} attributes, strategy {suffix}).",
+        "__doc__": f"SGLang-like Req ({label}, strategy {suffix}).",
     }
     cls_dict.update(class_fields)
     return type(f"Req_{suffix}", (), cls_dict)
 
 
+@dataclass(frozen=True)
+class RequestSource:
+    """Which request class a run builds: a request model's generated class, or (real=True) the
+    installed sglang's own Req, subclassed per strategy (bench/core/sglang_req.py)."""
+
+    model: str = DEFAULT_MODEL
+    real: bool = False
+
+    def make(self, strategy: Strategy | None) -> type:
+        if self.real:
+            from bench.core.sglang_req import make_sglang_request_class
+
+            return make_sglang_request_class(strategy)
+        return make_request_class(strategy, model=self.model)
+
+    @property
+    def label(self) -> str:
+        return "sglang (installed)" if self.real else self.model
+
+
 assert not set(FIELD_DEFAULTS) & {name for name, _ in _ATTRS}, "field names clash with Req"
+__all__ = [
+    "DEFAULT_MODEL",
+    "SYNTHETIC",
+    "RequestSource",
+    "make_request_class",
+    "use_torch_tensors",
+]

@@ -3,7 +3,7 @@
 [tool.reqstate-bench.gate]
 strategies = ["weakkey", "declared"]   # whose hot path is gated
 patterns = ["per_field", "cached"]     # step/<strategy>/scenario=<s>/pattern=<p>
-lookup_ops = ["get_hit"]               # lookup benchmarks: lookup/<s>/op=<op>/live=<n>
+lookup_ops = ["get_hit"]               # lookup/<s>/op=<op>/live=<n>/regime=warm
 lookup_live = 10000
 threshold_pct = 5.0                    # wall-clock: fail above max(this, A/A noise)
 instruction_threshold_pct = 1.0        # instruction mode
@@ -38,7 +38,7 @@ from bench.names import BenchName
 class GateConfig:
     strategies: tuple[str, ...] = ("weakkey", "declared")  # whose hot path is gated
     patterns: tuple[str, ...] = ("per_field", "cached")  # step/<s>/scenario=<x>/pattern=<p>
-    lookup_ops: tuple[str, ...] = ("get_hit",)  # lookup/<strategy>/op=<op>/live=<n>
+    lookup_ops: tuple[str, ...] = ("get_hit",)  # lookup/<strategy>/op=<op>/live=<n>/regime=warm
     lookup_live: int = 10_000  # live requests in the gated lookups (wall clock)
     threshold_pct: float = 5.0  # wall clock: fail above max(this, A/A noise)
     instruction_threshold_pct: float = 1.0  # instruction mode: fail above this
@@ -61,7 +61,7 @@ class GateConfig:
             for p in self.patterns
         ]
         names += [
-            BenchName.of("lookup", s, op=op, live=live)
+            BenchName.of("lookup", s, op=op, live=live, regime="warm")
             for s in self.strategies
             for op in self.lookup_ops
         ]

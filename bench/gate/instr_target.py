@@ -5,7 +5,7 @@
 (bench/instr_target.py runs this module's main: gates invoke it by that path in other trees.)
 
 BENCHMARK is a gate benchmark name: step/<strategy>/scenario=<s>/pattern=<p> or
-lookup/<strategy>/op=get_hit/live=<n>. The target builds the same setup whatever N is, then runs
+lookup/<strategy>/op=get_hit/live=<n>/regime=warm. The target builds the same setup whatever N is, then runs
 N iterations (scheduler steps, or passes of get over the live requests). The gate runs it twice,
 with N = 0 and N = iterations, and takes the difference of callgrind's totals: the instructions
 of the iterations alone, free of interpreter start-up and setup. No torch is imported: the
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from array import array
 
 from bench.core.hostpool import HostPool, host_hidden
 from bench.core.scenarios import get as get_scenario
@@ -27,7 +28,7 @@ from strategies import Strategy, load_builtin, load_external
 
 
 def parse_benchmark(name: str) -> BenchName:
-    """A gate benchmark: step/<s>/scenario=<x>/pattern=<p> or lookup/<s>/op=get_hit/live=<n>."""
+    """A gate benchmark: step/<s>/scenario=<x>/pattern=<p> or lookup/<s>/op=get_hit/live=<n>/regime=warm."""
     bench = BenchName.parse(name)
     if bench.kind not in ("step", "lookup"):
         raise ValueError(f"not a gate benchmark name: {name!r}")
@@ -66,7 +67,7 @@ def run(
         return ballast
     n = bench.int("live")
     cls = make_request_class(strategy)
-    reqs = [cls(f"i{i}", [1, 2], 1) for i in range(n)]
+    reqs = [cls(f"i{i}", array("q", (1, 2)), 1) for i in range(n)]
     get = strategy.get
     for r in reqs:
         get(r)

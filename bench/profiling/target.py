@@ -25,6 +25,7 @@ import torch
 
 from bench.core.scenarios import get as get_scenario
 from bench.core.scheduler import SchedulerLoop, make_scheduler, warmup_steps
+from bench.core.workload import use_torch_tensors
 from bench.gcprobe import GcProbe, gc_paused
 from bench.rowpool import RowPool, check_fits, default_shape
 from bench.storage import write_json
@@ -63,6 +64,7 @@ def reqstate_profile_root(
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(TORCH_THREADS)
+    use_torch_tensors()  # requests hold real tensors where SGLang's Req does
     device = resolve_device(args.device)
     (strategy,) = resolve([args.strategy])
     scenario = get_scenario(args.scenario)

@@ -278,14 +278,24 @@ def _order(rows: list[Summary], baseline: str) -> list[Summary]:
     return sorted(rows, key=lambda s: (s.condition, s.strategy != baseline, s.strategy))
 
 
-def summary_tables(summaries: list[Summary], baseline: str, split: str | None) -> list[Html]:
-    """One table per kind, or per value of the `split` parameter (numbers ascending)."""
+def summary_tables(
+    summaries: list[Summary], baseline: str, split: str | tuple[str, ...] | None
+) -> list[Html]:
+    """One table per kind, or per value of the `split` parameter(s) (numbers ascending, the
+    first parameter outermost)."""
     out: list[Html] = []
     if split is not None:
-        values = axis_values(v for v in (s.bench.get(split) for s in summaries) if v is not None)
-        for value in values:
-            rows = [s for s in summaries if s.bench.get(split) == value]
-            out += [tag("h3", f"{split}={value}"), summary_table(_order(rows, baseline), baseline)]
+        keys = (split,) if isinstance(split, str) else split
+        combos: list[tuple[str, ...]] = [()]
+        for key in keys:
+            found = axis_values(v for v in (s.bench.get(key) for s in summaries) if v is not None)
+            combos = [(*c, v) for c in combos for v in found]
+        for combo in combos:
+            want = dict(zip(keys, combo, strict=True))
+            rows = [s for s in summaries if s.bench.matches(**want)]
+            if rows:
+                title = " ".join(f"{k}={v}" for k, v in want.items())
+                out += [tag("h3", title), summary_table(_order(rows, baseline), baseline)]
         return out
     for kind in sorted({s.kind for s in summaries}):
         rows = [s for s in summaries if s.kind == kind]
@@ -360,11 +370,49 @@ def reproduce_section(run: RunData) -> Html:
     )
 
 
+def selfcheck_section(run: RunData) -> Html | None:
+    """The plain-timeit cross-check of the lookup suite's warm get_hit (bench/selfcheck.py)."""
+    check = run.selfcheck
+    if check is None:
+        return None
+    rows = []
+    for strategy, mine in check.timeit_ns.items():
+        suite = check.suite_ns.get(strategy)
+        agreement = check.agreement(strategy)
+        rows.append(
+            (
+                td(tag("code", strategy)),
+                num(f"{mine:.1f}"),
+                num("" if suite is None else f"{suite:.1f}"),
+                num("" if agreement is None else f"{agreement:.3f}"),
+                "" if agreement is None else ("agrees" if check.agrees(strategy) else "disagrees"),
+            )
+        )
+    head = ("strategy", "timeit ns", "suite ns (warm get_hit)", "timeit / suite", "")
+    return section(
+        "selfcheck",
+        "Self-check: the suite against plain timeit",
+        tag(
+            "p",
+            f"get_hit at live={check.live:,} (request model {check.request_model}), timed by "
+            f"python -m bench selfcheck with timeit.Timer over the requests in allocation order "
+            f"(median of {check.repeats} autoranged repeats in each of {check.hash_seeds} "
+            f"processes, hash seeds as the suite's workers), none of the suite's measuring code; "
+            f"agreement within ±{check.tolerance:.0%}.",
+            class_="note",
+        ),
+        table(head, rows),
+    )
+
+
 def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdict: Verdict) -> str:
     failures = failures_section(run)
     suites = [suite_section(name, run, plots) for name in run.suites]
     scenarios_html = scenario_section(run, scenario_cases(run))
+    check = selfcheck_section(run)
     nav_ids = ["env", "verdict", *run.suites, "strategies", "profile", "reproduce"]
+    if check is not None:
+        nav_ids.insert(nav_ids.index("strategies"), "selfcheck")
     if scenarios_html is not None:
         nav_ids.insert(2, "scenarios")
     if failures is not None:
@@ -401,5 +449,8 @@ def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdic
         parts.append(scenarios_html)
     if failures is not None:
         parts.append(failures)
-    parts += [*suites, strategies_section(run), profile_section(run), reproduce_section(run)]
+    parts += suites
+    if check is not None:
+        parts.append(check)
+    parts += [strategies_section(run), profile_section(run), reproduce_section(run)]
     return page(f"reqstate-bench report: {run.path.name}", join(parts))

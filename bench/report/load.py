@@ -23,6 +23,7 @@ from bench.errors import DataError
 from bench.names import BenchName
 from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of
 from bench.runformat import MANIFEST, SuiteExtras, check_schema, read_extra_file
+from bench.selfcheck import SELFCHECK_FILE, SelfCheck
 from bench.stats.derive import (
     GcRates,
     StepPercentiles,
@@ -111,6 +112,7 @@ class RunData:
     manifest: dict[str, Any]
     suites: dict[str, SuiteData]
     profile: list[ProfileShare] | None
+    selfcheck: SelfCheck | None = None
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -299,4 +301,20 @@ def load_run(run_dir: Path) -> RunData:
         )
         for name in order
     }
-    return RunData(path=run_dir, manifest=manifest, suites=loaded, profile=load_profile(run_dir))
+    return RunData(
+        path=run_dir,
+        manifest=manifest,
+        suites=loaded,
+        profile=load_profile(run_dir),
+        selfcheck=load_selfcheck(run_dir),
+    )
+
+
+def load_selfcheck(run_dir: Path) -> SelfCheck | None:
+    path = run_dir / SELFCHECK_FILE
+    if not path.exists():
+        return None
+    try:
+        return SelfCheck.from_json(read_json(path))
+    except ValueError as exc:
+        raise _fail(path, str(exc)) from None

@@ -91,6 +91,15 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
     else:
         out += ["No results in this run.", ""]
     out += scenario_markdown(run, scenario_cases(run))
+    if run.selfcheck is not None and run.selfcheck.suite_ns:
+        c = run.selfcheck
+        parts = [f"{md_code(s)} {a:.2f}" for s in c.timeit_ns if (a := c.agreement(s)) is not None]
+        out += [
+            f"Self-check (plain timeit, warm get_hit, live={c.live:,}): timeit / suite = "
+            + ", ".join(parts)
+            + f" (agreement within ±{c.tolerance:.0%}).",
+            "",
+        ]
     lines = []
     for family in verdict.families:  # the featured ones; the HTML report has all of them
         if not family.featured:

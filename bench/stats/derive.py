@@ -293,3 +293,40 @@ def net_of(
         lo, hi = robust.bootstrap_median_ci(diffs)
         out[text] = NetCost(median=robust.median(diffs), ci_low=lo, ci_high=hi, n=len(diffs))
     return out
+
+
+@dataclass(frozen=True)
+class NetRatio:
+    """One strategy's cost net of the reference against the baseline's net cost, per round."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def significant(self) -> bool:
+        return not self.ci_low <= 1.0 <= self.ci_high
+
+
+def net_ratios(
+    values: Mapping[str, Sequence[float]], *, reference: str, baseline: str, kind: str
+) -> dict[str, NetRatio]:
+    """Per benchmark of `kind`: (value - reference) / (baseline - reference) of the same round,
+    median with a bootstrap CI. Left out where the baseline's net cost is not positive in every
+    round (a ratio to nothing)."""
+    out: dict[str, NetRatio] = {}
+    for text, vals in values.items():
+        bench = BenchName.parse(text)
+        if bench.kind != kind or bench.strategy in (reference, baseline):
+            continue
+        ref = values.get(str(bench.with_strategy(reference)))
+        base = values.get(str(bench.with_strategy(baseline)))
+        if ref is None or base is None or not len(ref) == len(base) == len(vals) >= 2:
+            continue
+        dens = [b - r for b, r in zip(base, ref, strict=True)]
+        if min(dens) <= 0:
+            continue
+        ratios = [(v - r) / d for v, r, d in zip(vals, ref, dens, strict=True)]
+        lo, hi = robust.bootstrap_median_ci(ratios)
+        out[text] = NetRatio(ratio=robust.median(ratios), ci_low=lo, ci_high=hi)
+    return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import gc
 import random
+from array import array
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -51,14 +52,13 @@ def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
 
 
 def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
-    from bench.core.workload import make_request_class
     from bench.gcprobe import per_item_cost
     from bench.runformat import MemoryFigures
     from bench.suites.measure import failure_text
 
     n = ctx.config.memory_sample_requests
-    ids = [1, 2, 3, 4]
-    plain = make_request_class(None)
+    ids = array("q", (1, 2, 3, 4))  # one shared prompt: bytes net of a bare request anyway
+    plain = ctx.config.requests.make(None)
 
     def make_bare(k: int) -> list[Any]:
         return [plain(f"m{i}", ids, 1) for i in range(k)]
@@ -69,7 +69,7 @@ def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
     bare_bytes, bare_objects = per_item_cost(make_bare, n)
     for s in ctx.strategies:
         try:
-            cls = make_request_class(s)
+            cls = ctx.config.requests.make(s)
 
             def make(k: int, cls: type = cls, s: Strategy = s) -> list[Any]:
                 reqs = [cls(f"m{i}", ids, 1) for i in range(k)]

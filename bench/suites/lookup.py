@@ -1,10 +1,12 @@
 """lookup: seconds per get (hit, miss/create), peek (hit, miss), update of the ten fields and
-reset, with 1e3, 1e4 and 1e5 live requests holding state in the strategy.
+reset, with 1e3, 1e4 and 1e5 live requests holding state in the strategy, in declared memory
+regimes (bench.suites.measure.REGIME_SENTENCES): warm and cold by default.
 
-Names: lookup/<strategy>/op=<op>/live=<n>. Each value is one or more timed passes over the live
-requests (calibrated so a value takes at least lookup_min_value_ns). Creation of requests is
-never timed: get_miss times `get` over a batch of requests built just before, and releases them
-just after, untimed.
+Names: lookup/<strategy>/op=<op>/live=<n>/regime=<regime>. A warm value is calibrated passes
+over the live requests' sample (at least lookup_min_value_ns); a cold value is whole passes,
+each timed alone after an untimed eviction of the CPU caches. Creation of requests is never
+timed: get_miss times `get` over a batch of requests built just before, and releases them just
+after, untimed.
 """
 
 from __future__ import annotations
@@ -12,74 +14,143 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from bench.suites.spec import FamilySpec, FigureSpec
+from bench.config import RunConfig
+from bench.suites.spec import FamilySpec, FigureSpec, Job
 
 if TYPE_CHECKING:
     from bench.report.headline import Metric
-    from bench.report.load import RunData
+    from bench.report.load import RunData, SuiteData
+    from bench.report.markup import Html
     from bench.stats.derive import Summary
-    from bench.suites.measure import Population, Subject, SuiteOutput, WorkerContext
+    from bench.suites.measure import (
+        CacheEvictor,
+        Population,
+        Subject,
+        SuiteOutput,
+        WorkerContext,
+    )
 
 NAME = "lookup"
 TITLE = "Lookup: one state operation on a live request"
-NOTE = "Time per operation; each table is one live-table size."
+NOTE = (
+    "Time per operation; one table per live-table size and memory regime. "
+    "warm: one strategy's requests built together and visited in allocation order (what a "
+    "timeit-style microbenchmark sees). cold: all strategies' requests interleaved in the heap, "
+    "visited in random order after the CPU caches are evicted (what a scheduler sees when it "
+    "touches a request again after a forward)."
+)
 ORDER = 10
-TABLE_SPLIT = "live"  # one report table per live-table size
+TABLE_SPLIT = ("live", "regime")  # one report table per live-table size and regime
 
 KIND = "lookup"
 OPS: tuple[str, ...] = ("get_hit", "get_miss", "peek_hit", "peek_miss", "update", "reset")
-# The terminal shows one live size (~150 rows otherwise); the report shows them all.
+# The harness's own cost (the loop and a call) is this strategy's: figures net of it are the
+# strategies' own.
+REFERENCE = "control"
+# The terminal shows one live size (~300 rows otherwise); the report shows them all.
 TERMINAL_LIVE = 10_000
 
 
-def _build(ctx: WorkerContext, out: SuiteOutput, n: int) -> tuple[list[Population], list[Subject]]:
+def _build(
+    ctx: WorkerContext, out: SuiteOutput, n: int, regime: str, evict: CacheEvictor | None
+) -> tuple[list[Population], list[Subject]]:
     from bench.names import BenchName
-    from bench.suites.measure import Population, failure_text, lookup_subject
+    from bench.suites.measure import build_populations, failure_text, lookup_subject
 
-    populations: list[Population] = []
-    subjects: list[Subject] = []
     cfg = ctx.config
-    for s in ctx.strategies:
-        if s.name in out.failures:
-            continue
+
+    def build(strategies: list[Any], size: int) -> list[Population]:
+        return build_populations(
+            strategies,
+            size,
+            regime=regime,
+            miss_batch=cfg.lookup_miss_batch,
+            max_pass=cfg.lookup_max_pass,
+            rng=random.Random(cfg.seed + n),
+            requests=cfg.requests,
+        )
+
+    # A strategy that raises is found on a population of its own, so the others are still
+    # built together (the cold regime needs them interleaved) and measured.
+    def fail(name: str, exc: BaseException) -> None:
+        out.failures[name] = f"lookup/{name} setup at live={n} regime={regime}: {failure_text(exc)}"
+
+    def alone(s: Any, size: int) -> bool:
         try:
-            pop = Population(
-                s, n, cfg.lookup_miss_batch, cfg.lookup_max_pass, random.Random(cfg.seed + n)
-            )
-            populations.append(pop)
+            for pop in build([s], size):
+                pop.close()
+            return True
+        except Exception as exc:
+            fail(s.name, exc)
+            return False
+
+    usable = [s for s in ctx.strategies if s.name not in out.failures and alone(s, 16)]
+    try:
+        populations = build(usable, n)
+    except Exception:
+        usable = [s for s in usable if alone(s, n)]
+        try:
+            populations = build(usable, n)
+        except Exception as exc:
+            for s in usable:
+                fail(s.name, exc)
+            return [], []
+    subjects: list[Subject] = []
+    kept: list[Population] = []
+    for pop in populations:
+        name = pop.strategy.name
+        try:  # building a subject runs the operation (calibration, the warm regime's first pass)
             subjects += [
                 lookup_subject(
-                    pop, op, BenchName.of(KIND, s.name, op=op, live=n), cfg.lookup_min_value_ns
+                    pop,
+                    op,
+                    BenchName.of(KIND, name, op=op, live=n, regime=regime),
+                    cfg.lookup_min_value_ns,
+                    evict if regime == "cold" else None,
+                    cfg.lookup_cold_lookups,
                 )
                 for op in OPS
             ]
+            kept.append(pop)
         except Exception as exc:
-            out.failures[s.name] = f"lookup/{s.name} setup at live={n}: {failure_text(exc)}"
+            fail(name, exc)
+            subjects = [x for x in subjects if x.strategy != name]
+            pop.close()
+    populations = kept
     return populations, subjects
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
     from bench.gcprobe import gc_paused
-    from bench.suites.measure import SuiteOutput, interleave
+    from bench.suites.measure import CacheEvictor, SuiteOutput, interleave
 
     out = SuiteOutput()
     sizes = ctx.config.lookup_sizes
-    for i, n in enumerate(sizes):
-        with gc_paused():
-            populations, subjects = _build(ctx, out, n)
-        interleave(
-            ctx,
-            out,
-            subjects,
-            label=f"lookup live={n}",
-            progress_base=i / len(sizes),
-            progress_span=1 / len(sizes),
-        )
-        with gc_paused():
+    regimes = ctx.config.lookup_regimes
+    evict = CacheEvictor() if "cold" in regimes else None
+    cells = [(n, r) for n in sizes for r in regimes]
+    # The cyclic GC is off throughout, as timeit has it: a lookup's figure is the operation's
+    # own cost; what the collector costs is the gc suite's subject. (With it on, a full
+    # collection over 1e6 live requests would land in some values and not others.)
+    with gc_paused(collect=False):
+        for i, (n, regime) in enumerate(cells):
+            populations, subjects = _build(ctx, out, n, regime, evict)
+            interleave(
+                ctx,
+                out,
+                subjects,
+                label=f"lookup live={n} regime={regime}",
+                progress_base=i / len(cells),
+                progress_span=1 / len(cells),
+            )
             for pop in populations:
                 pop.close()
             del populations, subjects
     return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    return [Job(w, config) for w in range(config.lookup_workers)]
 
 
 # -- read side --------------------------------------------------------------------------------
@@ -89,12 +160,97 @@ def sizes(summaries: list[Summary], op: str = "get_hit") -> list[int]:
     return sorted({s.bench.int("live") for s in summaries if s.bench.get("op") == op})
 
 
+def regimes(summaries: list[Summary]) -> list[str]:
+    from bench.report.verdict import axis_values
+    from bench.suites.measure import REGIMES
+
+    found = (s.bench.get("regime") for s in summaries)
+    return axis_values((r for r in found if r is not None), REGIMES)
+
+
 def terminal_rows(summaries: list[Summary]) -> list[Summary]:
     found = sorted({s.bench.int("live") for s in summaries if "live" in s.bench})
     if not found:
         return summaries
     pick = TERMINAL_LIVE if TERMINAL_LIVE in found else found[-1]
     return [s for s in summaries if s.bench.get("live") == str(pick)]
+
+
+def _net(data: SuiteData) -> tuple[dict[str, Any], dict[str, Any]]:
+    from bench.stats.derive import net_of, net_ratios
+
+    net = net_of(data.values, reference=REFERENCE, kind=KIND)
+    ratios = net_ratios(data.values, reference=REFERENCE, baseline=data.baseline, kind=KIND)
+    return net, ratios
+
+
+def terminal_extra(data: SuiteData) -> list[str]:
+    """get_hit net of control at the terminal's live size: the strategies' own cost."""
+    from bench.report.text import fmt
+
+    net, ratios = _net(data)
+    rows = [s for s in terminal_rows(data.summaries) if s.bench.get("op") == "get_hit"]
+    rows = [s for s in rows if s.name in net or s.strategy == data.baseline]
+    if not rows or not net:
+        return []
+    lines = [
+        f"\n   get_hit net of {REFERENCE} (the loop and a call): own cost, x {data.baseline}'s"
+    ]
+    for s in sorted(rows, key=lambda r: (r.bench.get("regime") or "", r.strategy)):
+        c = net.get(s.name)
+        if c is None:
+            continue
+        r = ratios.get(s.name)
+        ratio = "baseline" if s.strategy == data.baseline else "" if r is None else f"{r.ratio:.2f}"
+        sig = "*" if r is not None and r.significant else " "
+        lines.append(
+            f"   {s.strategy:<22} {s.bench.get('regime') or '':<6} {fmt(c.median, s.unit):>10}"
+            f"  {ratio:>8} {sig}"
+        )
+    return lines
+
+
+def report_extra(data: SuiteData) -> list[Html]:
+    """Net of control: per live size and regime, each strategy's own cost per op and its ratio
+    to the baseline's own cost (both paired per round)."""
+    from bench.report.markup import num, table, tag, td
+    from bench.report.text import fmt
+
+    net, ratios = _net(data)
+    if not net:
+        return []
+    summaries = data.summaries
+    ops = [op for op in OPS if any(s.bench.get("op") == op for s in summaries)]
+    strategies = sorted(
+        {s.strategy for s in summaries if s.strategy != REFERENCE},
+        key=lambda n: (n != data.baseline, n),
+    )
+    out: list[Html] = [
+        tag("h3", f"Net of {REFERENCE}"),
+        tag(
+            "p",
+            f"Each figure minus {REFERENCE}'s of the same round (the loop and a call: what the "
+            f"harness itself costs), median over rounds; in brackets, that own cost against "
+            f"{data.baseline}'s own cost. A blank: no paired {REFERENCE} value.",
+            class_="note",
+        ),
+    ]
+    for n in sizes(summaries, ops[0] if ops else "get_hit"):
+        for regime in regimes(summaries):
+            body = []
+            for strategy in strategies:
+                cells: list[object] = [td(tag("code", strategy))]
+                for op in ops:
+                    key = f"{KIND}/{strategy}/op={op}/live={n}/regime={regime}"
+                    c = net.get(key)
+                    r = ratios.get(key)
+                    text = "" if c is None else fmt(c.median, "second")
+                    if r is not None:
+                        text += f" ({r.ratio:.2f}x)"
+                    cells.append(num(text))
+                body.append(cells)
+            out += [tag("h4", f"live={n:,} regime={regime}"), table(("strategy", *ops), body)]
+    return out
 
 
 def figure(run: RunData, st: dict[str, Any]) -> Any:
@@ -107,47 +263,57 @@ def figure(run: RunData, st: dict[str, Any]) -> Any:
     if data is None:
         return None
     live = sizes(data.summaries)
-    if not live:
+    found_regimes = regimes(data.summaries)
+    if not live or not found_regimes:
         return None
     ops = axis_values((s.bench.get("op") or "" for s in data.summaries), ("get_hit",))
     names = [n for n in st if any(s.strategy == n for s in data.summaries)]
-    fig, axes = plt.subplots(
-        1, len(live), figsize=(4.5 * len(live) + 2, 4.2), sharey=True, layout="constrained"
+    fig, grid = plt.subplots(
+        len(found_regimes),
+        len(live),
+        figsize=(4.5 * len(live) + 2, 3.8 * len(found_regimes) + 0.6),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
     )
-    axes_list = list(axes) if len(live) > 1 else [axes]
-    rows = {(s.strategy, s.bench.get("op"), s.bench.get("live")): s for s in data.summaries}
+    rows = {
+        (s.strategy, s.bench.get("op"), s.bench.get("live"), s.bench.get("regime")): s
+        for s in data.summaries
+    }
     width = 0.8 / max(1, len(names))
-    for ax, n in zip(axes_list, live, strict=True):
-        for j, strategy in enumerate(names):
-            xs, ys, lo, hi = [], [], [], []
-            for i, op in enumerate(ops):
-                s = rows.get((strategy, op, str(n)))
-                if s is None or s.median <= 0:
-                    continue
-                xs.append(i - 0.4 + width * (j + 0.5))
-                ys.append(s.median * 1e9)
-                e = yerr(s.median, s.ci_low, s.ci_high, 1e9)
-                lo.append(e[0])
-                hi.append(e[1])
-            if xs:
-                ax.errorbar(
-                    xs,
-                    ys,
-                    yerr=[lo, hi],
-                    fmt=st[strategy].marker,
-                    color=st[strategy].color,
-                    markersize=4,
-                    capsize=2,
-                    elinewidth=0.8,
-                    linestyle="none",
-                )
-        ax.set_xticks(range(len(ops)), [label(op) for op in ops], rotation=30)
-        ax.set_yscale("log")
-        plain_log_ticks(ax.yaxis)
-        ax.set_title(f"live={n:,}")
-    axes_list[0].set_ylabel("ns per op (median, 95% CI)")
+    for row, regime in enumerate(found_regimes):
+        for col, n in enumerate(live):
+            ax = grid[row][col]
+            for j, strategy in enumerate(names):
+                xs, ys, lo, hi = [], [], [], []
+                for i, op in enumerate(ops):
+                    s = rows.get((strategy, op, str(n), regime))
+                    if s is None or s.median <= 0:
+                        continue
+                    xs.append(i - 0.4 + width * (j + 0.5))
+                    ys.append(s.median * 1e9)
+                    e = yerr(s.median, s.ci_low, s.ci_high, 1e9)
+                    lo.append(e[0])
+                    hi.append(e[1])
+                if xs:
+                    ax.errorbar(
+                        xs,
+                        ys,
+                        yerr=[lo, hi],
+                        fmt=st[strategy].marker,
+                        color=st[strategy].color,
+                        markersize=4,
+                        capsize=2,
+                        elinewidth=0.8,
+                        linestyle="none",
+                    )
+            ax.set_xticks(range(len(ops)), [label(op) for op in ops], rotation=30)
+            ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
+            ax.set_title(f"{regime}, live={n:,}")
+        grid[row][0].set_ylabel("ns per op (median, 95% CI)")
     legend(fig, names, st, run.baseline)
-    fig.suptitle("Lookup cost per operation")
+    fig.suptitle("Lookup cost per operation, by memory regime")
     return fig
 
 
@@ -155,31 +321,40 @@ def headline(run: RunData) -> list[Metric]:
     from bench.report.headline import summary_metric
 
     data = run.suite("lookup")
-    live = sizes(data.summaries) if data is not None else []
+    if data is None:
+        return []
+    live = sizes(data.summaries)
     if not live:
         return []
-    metric = summary_metric(
-        run,
-        "lookup",
-        KIND,
-        key="get_hit",
-        title=f"get_hit per op (live={live[-1]:,})",
-        note="state lookup of a live request at the largest table size measured",
-        op="get_hit",
-        live=live[-1],
-    )
-    return [metric] if metric is not None else []
+    metrics = []
+    for regime in regimes(data.summaries):
+        metric = summary_metric(
+            run,
+            "lookup",
+            KIND,
+            key=f"get_hit_{regime}",
+            title=f"get_hit per op ({regime}, live={live[-1]:,})",
+            note=f"state lookup of a live request at the largest table size, {regime} regime",
+            op="get_hit",
+            live=live[-1],
+            regime=regime,
+        )
+        if metric is not None:
+            metrics.append(metric)
+    return metrics
 
 
 FIGURES = (FigureSpec("lookup_ns_per_op", "Lookup cost per operation", figure),)
-FAMILIES = (
+FAMILIES = tuple(
     FamilySpec(
-        "lookup_{group}",
-        "lookup {group} per op",
+        f"lookup_{{group}}{'' if regime == 'warm' else '_' + regime}",
+        f"lookup {{group}} per op ({regime})",
         KIND,
         axis="live",
         axis_label="lookup size",
         group="op",
+        match=(("regime", regime),),
         featured=("get_hit",),
-    ),
+    )
+    for regime in ("warm", "cold", "mixed")
 )

@@ -123,7 +123,8 @@ class SuiteSpec:
     run: Callable[[WorkerContext], SuiteOutput]
     plan: Callable[[RunConfig], list[Job]] = _default_plan  # config.workers, all strategies
     public: bool = True  # selectable with --suite (the gate's worker suite is not)
-    table_split: str | None = None  # a parameter giving one report table per value
+    # a parameter (or several) giving one report table per value (per combination)
+    table_split: str | tuple[str, ...] | None = None
     terminal_rows: Callable[[list[Summary]], list[Summary]] = _no_rows
     terminal_extra: Callable[[SuiteData], list[str]] = _nothing
     report_extra: Callable[[SuiteData], list[Html]] = _nothing

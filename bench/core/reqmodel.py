@@ -1,0 +1,410 @@
+"""Request models: what SGLang's `Req` holds, read from its source with `ast`, and tables of it
+the harness ships (bench/data/request_models/<name>.json).
+
+    python -m bench workload import-req PATH/TO/schedule_batch.py --name NAME
+
+reads `class Req`, its `__init__` and the methods and mixin initialisers `__init__` calls on
+`self` (a mixin in another module of the same package is followed), and records for every
+instance attribute its first assignment: line, source text, and the kind of value it holds when
+the request is built with the minimal constructor arguments (rid, origin_input_text,
+origin_input_ids, sampling_params; every other parameter at its default):
+
+    none int float bool str      scalars (not tracked by the cyclic GC)
+    list dict set tuple          containers (GC-tracked, but the empty tuple)
+    array                        array('q') (not tracked)
+    tensor                       a torch tensor (tracked)
+    object                       a small object (ReqLogprob, time stats: tracked)
+    rid text ids sampling        the required parameters: the id, the prompt text, the prompt's
+                                 token ids (array('q') of the prompt's length), sampling params
+
+bench.core.workload generates a request class from a model, so dict size, GC-tracked values and
+construction cost follow the real class.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import gc
+import json
+from array import array
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "request_models"
+# The model the PR targets: the fork's head (bytedance-iaas/sglang c96e68b62b).
+DEFAULT_MODEL = "fork-c96e68b62b"
+SYNTHETIC = "synthetic"  # the earlier generated table (bench.core.workload), kept for comparison
+TRACKED_KINDS = frozenset({"list", "dict", "set", "tensor", "object", "sampling"})
+_REQUIRED = {
+    "rid": "rid",
+    "origin_input_text": "text",
+    "origin_input_ids": "ids",
+    "sampling_params": "sampling",
+}
+# Inlined methods nest at most this deep (a method calling a method calling ...).
+MAX_INLINE_DEPTH = 4
+
+
+class ImportReqError(ValueError):
+    """The file cannot be read as a schedule_batch.py (one line, exit 2 from the CLI)."""
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    kind: str
+    line: int
+    source: str
+    value: Any = None  # the literal for scalar kinds
+    where: str = ""  # the file when not the class's own (a mixin's module)
+    nested: bool = False  # first assigned inside an if/for/try block
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any  # a literal (None, bool, int, float, str)
+
+
+@dataclass(frozen=True)
+class RequestModel:
+    name: str
+    origin: str
+    attrs: tuple[Attr, ...]
+    params: tuple[Param, ...] = ()
+    inlined: tuple[str, ...] = ()  # methods whose self-assignments were followed
+    notes: tuple[str, ...] = field(default=())
+
+    def histogram(self) -> dict[str, int]:
+        return dict(Counter(a.kind for a in self.attrs).most_common())
+
+    def tracked(self) -> int:
+        """Attribute values the cyclic GC tracks at construction, on this interpreter (arrays
+        are GC-tracked on some CPython versions and not on others)."""
+        kinds = TRACKED_KINDS | ({"array", "ids"} if gc.is_tracked(array("q")) else set())
+        return sum(1 for a in self.attrs if a.kind in kinds)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "origin": self.origin,
+            "attributes": [asdict(a) for a in self.attrs],
+            "params": [asdict(p) for p in self.params],
+            "inlined": list(self.inlined),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> RequestModel:
+        return cls(
+            name=str(raw["name"]),
+            origin=str(raw["origin"]),
+            attrs=tuple(Attr(**a) for a in raw["attributes"]),
+            params=tuple(Param(**p) for p in raw.get("params", [])),
+            inlined=tuple(raw.get("inlined", [])),
+            notes=tuple(raw.get("notes", [])),
+        )
+
+
+# -- reading the source -------------------------------------------------------------------------
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    if isinstance(node, ast.Constant) and isinstance(
+        node.value, (type(None), bool, int, float, str)
+    ):
+        return True, node.value
+    return False, None
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tree = _parse(path)
+        self.params: dict[str, Any] = {}
+        self.required: dict[str, str] = {}
+        self.attrs: dict[str, Attr] = {}
+        self.inlined: list[str] = []
+        self.notes: list[str] = []
+
+    def classes(self, tree: ast.Module) -> dict[str, ast.ClassDef]:
+        return {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def read(self) -> None:
+        classes = self.classes(self.tree)
+        req = classes.get("Req")
+        if req is None:
+            raise ImportReqError(f"{self.path}: no `class Req` in this file")
+        methods = self._methods(req, self.tree, self.path)
+        init = methods.get("__init__")
+        if init is None:
+            raise ImportReqError(f"{self.path}: class Req has no __init__")
+        self._signature(init[0])
+        self._walk(init[0].body, methods, init[1], depth=0, nested=False)
+
+    def _methods(
+        self, cls: ast.ClassDef, tree: ast.Module, where: Path
+    ) -> dict[str, tuple[ast.FunctionDef, Path]]:
+        """A class's methods, then its bases' (same module, or a module of the package)."""
+        out: dict[str, tuple[ast.FunctionDef, Path]] = {}
+        for base in cls.bases:
+            name = base.id if isinstance(base, ast.Name) else None
+            if name is None:
+                continue
+            found = self._base(name, tree, where)
+            if found is None:
+                self.notes.append(f"base class {name} not found beside {where.name}: not followed")
+                continue
+            base_cls, base_tree, base_path = found
+            for k, v in self._methods(base_cls, base_tree, base_path).items():
+                out.setdefault(k, v)
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef):
+                out[node.name] = (node, where)
+        return out
+
+    def _base(
+        self, name: str, tree: ast.Module, where: Path
+    ) -> tuple[ast.ClassDef, ast.Module, Path] | None:
+        local = self.classes(tree).get(name)
+        if local is not None:
+            return local, tree, where
+        for node in tree.body:
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and any(a.name == name for a in node.names)
+            ):
+                parts = node.module.split(".")
+                for parent in where.parents:
+                    candidate = parent.joinpath(*parts).with_suffix(".py")
+                    if parent.name != parts[0] and candidate.is_file():
+                        other = _parse(candidate)
+                        cls = self.classes(other).get(name)
+                        if cls is not None:
+                            return cls, other, candidate
+        return None
+
+    def _signature(self, init: ast.FunctionDef) -> None:
+        args = init.args
+        positional = args.args[1:]  # without self
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+        defaults += list(args.defaults)
+        pairs = list(zip(positional, defaults, strict=True))
+        pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+        for arg, default in pairs:
+            if default is None:
+                self.required[arg.arg] = _REQUIRED.get(arg.arg, "object")
+                continue
+            ok, value = _literal(default)
+            self.params[arg.arg] = value if ok else None
+
+    def _walk(
+        self,
+        body: list[ast.stmt],
+        methods: dict[str, tuple[ast.FunctionDef, Path]],
+        where: Path,
+        *,
+        depth: int,
+        nested: bool,
+    ) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                if stmt.value is None:
+                    continue
+                for target in targets:
+                    self._assign(target, stmt.value, stmt.lineno, where, nested)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                func = stmt.value.func
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == "self"
+                    and func.attr in methods
+                    and depth < MAX_INLINE_DEPTH
+                ):
+                    method, method_where = methods[func.attr]
+                    self.inlined.append(func.attr)
+                    self._walk(method.body, methods, method_where, depth=depth + 1, nested=nested)
+            for child in ("body", "orelse", "finalbody"):
+                if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) and isinstance(
+                    getattr(stmt, child, None), list
+                ):
+                    self._walk(getattr(stmt, child), methods, where, depth=depth, nested=True)
+            for handler in getattr(stmt, "handlers", []):
+                self._walk(handler.body, methods, where, depth=depth, nested=True)
+
+    def _assign(
+        self, target: ast.expr, value: ast.expr, line: int, where: Path, nested: bool
+    ) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._assign(t, value, line, where, nested)
+            return
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            return
+        if target.attr in self.attrs:
+            return
+        kind, literal = self._kind(value)
+        self.attrs[target.attr] = Attr(
+            name=target.attr,
+            kind=kind,
+            line=line,
+            source=ast.unparse(value)[:120],
+            value=literal,
+            where="" if where == self.path else where.name,
+            nested=nested,
+        )
+
+    def _falsy(self, node: ast.expr) -> bool:
+        """Does this expression evaluate falsy with minimal constructor arguments?"""
+        kind, value = self._kind(node)
+        if kind in ("none",):
+            return True
+        if kind in ("int", "float", "bool", "str"):
+            return not value
+        return False
+
+    def _kind(self, node: ast.expr) -> tuple[str, Any]:
+        ok, value = _literal(node)
+        if ok:
+            if value is None:
+                return "none", None
+            return {bool: "bool", int: "int", float: "float", str: "str"}[type(value)], value
+        if isinstance(node, ast.List):
+            return "list", None
+        if isinstance(node, ast.Dict):
+            return "dict", None
+        if isinstance(node, ast.Set):
+            return "set", None
+        if isinstance(node, ast.Tuple):
+            return ("tuple", None) if node.elts else ("none", None)  # () is an untracked singleton
+        if isinstance(node, ast.Name):
+            if node.id in self.required:
+                return self.required[node.id], None
+            if node.id in self.params:
+                return self._kind(ast.Constant(self.params[node.id]))
+            return "object", None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "self" and node.attr in self.attrs:  # an attribute set earlier
+                earlier = self.attrs[node.attr]
+                return earlier.kind, earlier.value
+            return "object", None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            kind, value = self._kind(node.operand)
+            if kind in ("int", "float") and value is not None:
+                return kind, -value if isinstance(node.op, ast.USub) else value
+            return kind, None
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name in ("array", "array.array"):
+                return "array", None
+            if name.startswith("torch."):
+                return "tensor", None
+            simple = {
+                "list": "list",
+                "dict": "dict",
+                "set": "set",
+                "len": "int",
+                "int": "int",
+                "float": "float",
+                "str": "str",
+                "bool": "bool",
+            }
+            if name in simple:
+                return simple[name], (
+                    {"int": 0, "float": 0.0, "str": "", "bool": False}.get(simple[name])
+                )
+            return "object", None
+        if isinstance(node, ast.IfExp):
+            return self._kind(node.orelse if self._falsy(node.test) else node.body)
+        if isinstance(node, ast.BoolOp):
+            pick = node.values[-1]
+            for v in node.values[:-1]:
+                falsy = self._falsy(v)
+                if (isinstance(node.op, ast.Or) and not falsy) or (
+                    isinstance(node.op, ast.And) and falsy
+                ):
+                    pick = v
+                    break
+            return self._kind(pick)
+        if isinstance(node, (ast.Compare,)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+        ):
+            return "bool", False
+        if isinstance(node, ast.BinOp):
+            return self._kind(node.left)
+        return "object", None
+
+
+def _parse(path: Path) -> ast.Module:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ImportReqError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportReqError(f"{path}: cannot be read ({exc})") from None
+    try:
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        raise ImportReqError(f"{path}: not valid Python ({exc.msg} at line {exc.lineno})") from None
+
+
+def import_req(path: Path, name: str, origin: str = "") -> RequestModel:
+    """Read a schedule_batch.py; ImportReqError (one line) when it is not one."""
+    reader = _Reader(Path(path))
+    reader.read()
+    attrs = tuple(sorted(reader.attrs.values(), key=lambda a: (a.where != "", a.where, a.line)))
+    params = tuple(Param(k, v) for k, v in reader.params.items())
+    return RequestModel(
+        name=name,
+        origin=origin or str(Path(path).name),
+        attrs=attrs,
+        params=params,
+        inlined=tuple(dict.fromkeys(reader.inlined)),
+        notes=tuple(reader.notes),
+    )
+
+
+# -- the shipped tables -------------------------------------------------------------------------
+
+
+def available() -> tuple[str, ...]:
+    shipped = sorted(p.stem for p in DATA_DIR.glob("*.json"))
+    return (*shipped, SYNTHETIC)
+
+
+def load(name: str) -> RequestModel | None:
+    """A shipped model (None for `synthetic`, the generated table); ValueError if unknown."""
+    if name == SYNTHETIC:
+        return None
+    path = DATA_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"unknown request model {name!r}; choose from {', '.join(available())}")
+    return _read(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: Path) -> RequestModel:
+    return RequestModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def describe(model: RequestModel) -> str:
+    """What import-req prints: the count and a kind histogram."""
+    hist = ", ".join(f"{k} {n}" for k, n in model.histogram().items())
+    lines = [
+        f"{len(model.attrs)} attributes ({hist})",
+        f"{model.tracked()} GC-tracked values at construction; {len(model.params)} keyword parameters",
+    ]
+    if model.inlined:
+        lines.append(f"followed from __init__: {', '.join(model.inlined)}")
+    lines += [f"note: {n}" for n in model.notes]
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""Request models: import-req on a schedule_batch-like fixture, the shipped tables, and the
+request classes generated from them."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import json
+import sys
+from array import array
+from pathlib import Path
+
+import pytest
+
+from bench.core import reqmodel
+from bench.core.workload import RequestSource, make_request_class
+from strategies import Strategy, resolve
+from tests.helpers import FIXTURES, run_cli
+
+FIXTURE = FIXTURES / "reqpkg" / "pkg" / "managers" / "schedule_batch.py"
+
+
+def test_import_req_reads_init_methods_and_mixins() -> None:
+    model = reqmodel.import_req(FIXTURE, "fixture")
+    kinds = {a.name: a.kind for a in model.attrs}
+    assert len(model.attrs) == 22
+    assert kinds["rid"] == "rid"
+    assert kinds["origin_input_ids"] == "ids"
+    assert kinds["sampling_params"] == "sampling"
+    assert kinds["output_ids"] == "array"
+    assert kinds["hidden_states_tensor"] == "tensor"
+    assert kinds["logprob"] == "object"
+    assert kinds["priority"] == "int"  # `priority if priority is not None else 0`, default None
+    assert kinds["return_logprob"] == "bool"  # a keyword parameter's default
+    assert kinds["lora_id"] == "none"
+    # followed into a method of the class and a mixin initialiser in another module
+    assert {"prefix_indices", "cached_tokens", "last_node"} <= set(kinds)
+    assert {"time_stats", "queue_time_start", "output_times"} <= set(kinds)
+    assert model.inlined == ("init_time_stats", "_init_cache")
+    mixin = next(a for a in model.attrs if a.name == "output_times")
+    assert mixin.where == "mixin.py"
+    assert next(a for a in model.attrs if a.name == "extra_logprobs").nested
+    assert [p.name for p in model.params] == [
+        "return_logprob",
+        "top_logprobs_num",
+        "stream",
+        "lora_id",
+        "priority",
+    ]
+    # the table round-trips through JSON
+    again = reqmodel.RequestModel.from_json(json.loads(json.dumps(model.to_json())))
+    assert again == model
+
+
+def test_import_req_cli_prints_count_and_histogram(tmp_path: Path) -> None:
+    out = tmp_path / "fixture.json"
+    proc = run_cli(
+        "workload", "import-req", str(FIXTURE), "--name", "fixture", "--output", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("22 attributes (")
+    assert "array 2" in first
+    assert "tensor 1" in first
+    assert json.loads(out.read_text())["name"] == "fixture"
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [
+        ("bad_no_req.py", "no `class Req` in this file"),
+        ("bad_syntax.py", "not valid Python"),
+        ("no_such_file.py", "no such file"),
+    ],
+)
+def test_import_req_bad_input(tmp_path: Path, name: str, needle: str) -> None:
+    out = tmp_path / "t.json"
+    path = FIXTURES / "reqpkg" / name
+    proc = run_cli("workload", "import-req", str(path), "--name", "x", "--output", str(out))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert needle in lines[0]
+    assert not out.exists()
+
+
+def test_shipped_models_match_workload_facts() -> None:
+    # WORKLOAD.md 'The real request class': 140 attributes at the fork head the PR targets,
+    # 157 in sglang 0.5.23; ~40 keyword parameters; 3 lists and no floats in the fork.
+    fork = reqmodel.load("fork-c96e68b62b")
+    release = reqmodel.load("sglang-0.5.23")
+    assert fork is not None
+    assert release is not None
+    assert len(fork.attrs) == 140
+    assert len(release.attrs) == 157
+    assert 30 <= len(fork.params) <= 50
+    hist = fork.histogram()
+    assert hist.get("float", 0) == 0
+    assert hist.get("array", 0) + hist.get("ids", 0) == 5
+    assert reqmodel.load(reqmodel.SYNTHETIC) is None
+    assert set(reqmodel.available()) >= {"fork-c96e68b62b", "sglang-0.5.23", "synthetic"}
+
+
+def test_unknown_model_is_one_line() -> None:
+    with pytest.raises(ValueError, match="unknown request model 'nope'; choose from"):
+        reqmodel.load("nope")
+
+
+@pytest.mark.parametrize("model", reqmodel.available())
+def test_every_model_builds_requests(model: str, strategy: Strategy) -> None:
+    cls = make_request_class(strategy, model=model)
+    ids = array("q", range(100))
+    req = cls("r1", ids, 5)
+    loaded = reqmodel.load(model)
+    n_attrs = 140 if loaded is None else len(loaded.attrs)
+    assert len(vars(req)) == n_attrs + len(strategy.request_init_fields)
+    if loaded is not None:
+        kinds = {a.name: a.kind for a in loaded.attrs}
+        values = vars(req)
+        for name, kind in kinds.items():
+            if kind == "ids":
+                assert values[name] is ids
+            elif kind == "array":
+                assert isinstance(values[name], array)
+            elif kind == "rid":
+                assert values[name] == "r1"
+            elif kind == "none":
+                assert values[name] is None
+        tracked = sum(gc.is_tracked(v) for k, v in values.items() if k in kinds)
+        assert tracked == loaded.tracked()
+    # hashed by identity, no __slots__, no __eq__: like SGLang's Req
+    assert cls("r1", ids, 5) != req
+    assert not hasattr(cls, "__slots__")
+    state = strategy.get(req)
+    if strategy.holds_state:
+        assert strategy.get(req) is state
+    strategy.release(req)
+
+
+def test_model_requests_take_the_real_keyword_parameters() -> None:
+    model = reqmodel.load("fork-c96e68b62b")
+    assert model is not None
+    cls = make_request_class(None, model="fork-c96e68b62b")
+    param = next(p for p in model.params if isinstance(p.default, bool))
+    req = cls("r", array("q"), 1, **{param.name: not param.default})
+    assert req is not None
+    with pytest.raises(TypeError):
+        cls("r", array("q"), 1, no_such_parameter=1)
+
+
+def test_request_source_labels_and_builds() -> None:
+    (weakkey,) = resolve(["weakkey"])
+    source = RequestSource(model="sglang-0.5.23")
+    assert source.label == "sglang-0.5.23"
+    assert len(vars(source.make(weakkey)("r", array("q"), 1))) == 157
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sglang") is not None, reason="sglang is installed here"
+)
+def test_sglang_class_without_sglang_is_one_line() -> None:
+    from bench.core.sglang_req import SglangMissing
+
+    with pytest.raises(SglangMissing, match="sglang cannot be imported here"):
+        RequestSource(real=True).make(None)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sglang") is None,
+    reason="sglang is not installed (not a dependency); --request-class sglang needs it",
+)
+def test_sglang_class_builds_real_requests(strategy: Strategy) -> None:  # pragma: no cover
+    cls = RequestSource(real=True).make(strategy)
+    req = cls("r", [1, 2, 3], 4)
+    assert type(req).__mro__[1].__name__ == "Req"
+    strategy.get(req)
+    strategy.release(req)
+    assert sys.modules.get("sglang") is not None
