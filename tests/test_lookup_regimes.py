@@ -32,7 +32,7 @@ def _pops(regime: str, monkeypatch: pytest.MonkeyPatch, n: int = 40) -> tuple[li
     return pops, calls
 
 
-def test_warm_builds_each_population_whole_and_visits_in_allocation_order(
+def test_warm_builds_each_population_whole_and_visits_a_window_in_allocation_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pops, calls = _pops("warm", monkeypatch)
@@ -41,8 +41,7 @@ def test_warm_builds_each_population_whole_and_visits_in_allocation_order(
     for pop in pops:
         index = {id(r): i for i, r in enumerate(pop.live)}
         order = [index[id(r)] for r in pop.sample]
-        assert order == sorted(order)
-        assert len(order) == 25
+        assert order == list(range(order[0], order[0] + 25))  # a contiguous window
         pop.close()
 
 

@@ -100,6 +100,8 @@ def test_gc_mode_is_recorded_per_benchmark(run_dir: Path) -> None:
     assert modes["gc_full/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
     assert modes["gc/weakkey/scenario=decode-dspark/gc=enabled"] == "enabled"
     assert set(gc_modes_of(load_pyperf(run_dir / "step.json")).values()) == {"enabled"}
+    assert set(gc_modes_of(load_pyperf(run_dir / "scaling.json")).values()) == {"frozen"}
+    assert set(gc_modes_of(load_pyperf(run_dir / "lookup.json")).values()) == {"disabled"}
 
 
 def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:

@@ -8,6 +8,7 @@ module can be imported by the report; torch comes in when a pool or a clock is b
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import sys
 import traceback
@@ -21,7 +22,7 @@ from bench.core.counting import count_ops
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
 from bench.core.workload import RequestSource
-from bench.gcprobe import GcProbe, gc_paused
+from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
 from bench.names import BenchName
 from bench.runformat import QueueSeries, StepSeries, SuiteExtras
 from bench.timing import StepClock, time_loop_ns
@@ -108,6 +109,7 @@ class Subject:
     measure: Callable[[bool], float]
     loops: int = 1
     unit: str = "second"
+    gc_mode: str = "enabled"  # the collector's state while measured (pyperf metadata)
 
     @property
     def strategy(self) -> str:
@@ -140,7 +142,14 @@ def interleave(
             except Exception as exc:
                 out.failures[subject.strategy] = f"{subject.name}: {failure_text(exc)}"
                 continue
-            out.add(subject.name, value, warmup=warmup, loops=subject.loops, unit=subject.unit)
+            out.add(
+                subject.name,
+                value,
+                warmup=warmup,
+                loops=subject.loops,
+                unit=subject.unit,
+                gc_mode=subject.gc_mode,
+            )
         ctx.progress(
             progress_base + progress_span * (r + 1) / rounds, f"{label} round {r + 1}/{rounds}"
         )
@@ -272,10 +281,12 @@ def measure_cases(
     steps_per_value: int,
     keep_steps: bool,
     count: bool,
+    gc_mode: str = "enabled",
 ) -> None:
     """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in
     interleaved rounds of `steps_per_value` steps, then closed. Per-step data, queue lengths
-    and (count=True) counted state operations go to out.extras."""
+    and (count=True) counted state operations go to out.extras. gc_mode "frozen": everything
+    alive after warm-up is frozen (gc.freeze()) while values are taken."""
     for i, (scenario, extra) in enumerate(cases):
         label = "/".join([scenario.name, *(f"{k}={v}" for k, v in extra.items())])
         with GcProbe() as probe:
@@ -289,14 +300,22 @@ def measure_cases(
                 probe=probe,
                 keep_steps=keep_steps,
             )
-            interleave(
-                ctx,
-                out,
-                step_subjects(recorders, steps_per_value),
-                label=f"{kind} {label}",
-                progress_base=i / len(cases),
-                progress_span=1 / len(cases),
-            )
+            subjects = step_subjects(recorders, steps_per_value)
+            if gc_mode != "enabled":
+                apply_gc_mode(gc_mode)
+                subjects = [dataclasses.replace(x, gc_mode=gc_mode) for x in subjects]
+            try:
+                interleave(
+                    ctx,
+                    out,
+                    subjects,
+                    label=f"{kind} {label}",
+                    progress_base=i / len(cases),
+                    progress_span=1 / len(cases),
+                )
+            finally:
+                if gc_mode != "enabled":
+                    apply_gc_mode("enabled")
         close_all(recorders)
         for name, rec in recorders.items():
             if keep_steps:
@@ -409,13 +428,19 @@ class Population:
             self.live.append(req)
 
     def finish(self, max_pass: int, rng: random.Random) -> None:
-        """Choose what timed passes visit: a seeded sample of at most max_pass live requests
-        (the table still holds all n; a pass over 1e5 of a slow strategy would take seconds)."""
+        """Choose what timed passes visit, at most max_pass live requests (the table still holds
+        all n; a pass over 1e5 of a slow strategy would take seconds). warm: a contiguous window
+        in allocation order (a strided sample of 1e5 puts every visited request on its own
+        page: page walks whose cost depended on the run's huge-page luck, 255-658 ns for
+        declared in three runs); cold and mixed: a seeded random sample in random order."""
         n = len(self.live)
-        picked = sorted(rng.sample(range(n), min(n, max_pass)))
-        if self.regime != "warm":
-            rng.shuffle(picked)
-        self.sample = [self.live[i] for i in picked]
+        k = min(n, max_pass)
+        if self.regime == "warm":
+            start = rng.randrange(n - k + 1)
+            self.sample = self.live[start : start + k]
+        else:
+            picked = rng.sample(range(n), k)
+            self.sample = [self.live[i] for i in picked]
         self.miss_batch = min(n, self.miss_batch)
         self.never_stated = self.fresh(self.miss_batch)  # peek_miss: never get() on these
 
@@ -528,7 +553,7 @@ def lookup_subject(
                 s.release(r)
             return ns / len(batch) / 1e9
 
-        return Subject(name=name, measure=measure_miss, loops=pop.miss_batch)
+        return Subject(name=name, measure=measure_miss, loops=pop.miss_batch, gc_mode="disabled")
 
     targets = pop.never_stated if op == "peek_miss" else pop.sample
 
@@ -573,4 +598,4 @@ def lookup_subject(
             run_pass()
         return _timed_passes(run_pass, passes, evict) / ops_per_value / 1e9
 
-    return Subject(name=name, measure=measure, loops=ops_per_value)
+    return Subject(name=name, measure=measure, loops=ops_per_value, gc_mode="disabled")
