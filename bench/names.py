@@ -35,6 +35,14 @@ class BenchNameError(DataError):
     """A string that is not a benchmark name of this harness."""
 
 
+# How names changed, for gates that compare with an older tree (bench/gate/protocol.py). When a
+# parameter key is renamed, record {kind: {new_key: old_key}}; when a parameter is added to a
+# kind, record {kind: {key: value}} with the value that a name without it measured (a gate then
+# compares with an older base only where the candidate measures that value).
+RENAMED_PARAMS: dict[str, dict[str, str]] = {}
+ADDED_PARAMS: dict[str, dict[str, str]] = {}
+
+
 @dataclass(frozen=True, order=True)
 class BenchName:
     kind: str

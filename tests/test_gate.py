@@ -131,9 +131,17 @@ def test_corrupt_baseline_exits_2(repo: Path, tmp_path: Path, content: str, need
 
 
 def test_incompatible_baseline_is_refused(tmp_path: Path) -> None:
-    cfg = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=())
+    cfg = GateConfig(
+        strategies=("weakkey",),
+        patterns=("per_field",),
+        lookup_ops=(),
+        scenarios=("prefill-dspark",),
+    )
     other = GateConfig(
-        strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), scenario="decode-dspark"
+        strategies=("weakkey",),
+        patterns=("per_field",),
+        lookup_ops=(),
+        scenarios=("decode-dspark",),
     )
     path = tmp_path / "old.json"
     path.write_text(
@@ -168,7 +176,13 @@ def test_incompatible_baseline_is_refused(tmp_path: Path) -> None:
         load_baseline(path, cfg, "wall")
 
 
-CFG = GateConfig(strategies=("weakkey",), patterns=("per_field",), lookup_ops=(), threshold_pct=5.0)
+CFG = GateConfig(
+    strategies=("weakkey",),
+    patterns=("per_field",),
+    lookup_ops=(),
+    scenarios=("prefill-dspark",),
+    threshold_pct=5.0,
+)
 NAME = "step/weakkey/scenario=prefill-dspark/pattern=per_field"
 
 
@@ -212,7 +226,10 @@ def test_missing_data_fails_closed() -> None:
 
 def test_gate_config_from_pyproject(tmp_path: Path) -> None:
     cfg = load_gate_config(ROOT / "pyproject.toml")
-    assert "step/weakkey/scenario=prefill-dspark/pattern=per_field" in cfg.benchmarks("wall")
+    wall = cfg.benchmarks("wall")
+    for scenario in ("prefill-dspark", "decode-dspark"):  # the default gated set (issue 12)
+        for strategy, pattern in (("pr652", "per_field"), ("dynattr", "cached")):
+            assert f"step/{strategy}/scenario={scenario}/pattern={pattern}" in wall
     bad = tmp_path / "p.toml"
     bad.write_text("[tool.reqstate-bench.gate]\nthreshhold_pct = 3\n")
     with pytest.raises(UsageError, match=r"unknown .* key 'threshhold_pct'"):

@@ -1,19 +1,19 @@
 """What the gate gates, from pyproject.toml's [tool.reqstate-bench.gate] table.
 
 [tool.reqstate-bench.gate]
-strategies = ["weakkey", "declared"]   # whose hot path is gated
+strategies = ["pr652", "dynattr"]      # the PR as written and the review's alternative
 patterns = ["per_field", "cached"]     # step/<strategy>/scenario=<s>/pattern=<p>
 lookup_ops = ["get_hit"]               # lookup/<s>/op=<op>/live=<n>/regime=warm
 lookup_live = 10000
 threshold_pct = 5.0                    # wall-clock: fail above max(this, A/A noise)
 instruction_threshold_pct = 1.0        # instruction mode
 rounds = 8                             # wall-clock: base/candidate/A-A process triples
-scenario = "prefill-dspark"            # the scheduler scenario of the step benchmarks
+scenarios = ["prefill-dspark", "decode-dspark"]  # the scheduler scenarios of the step benchmarks
 instr_steps = 20
 instr_lookup_live = 2000
 instr_lookup_passes = 3
 [tool.reqstate-bench.gate.thresholds]  # per-benchmark overrides, in percent
-"step/weakkey/pattern=per_field" = 3.0
+"step/pr652/scenario=decode-dspark/pattern=per_field" = 3.0
 """
 
 from __future__ import annotations
@@ -36,14 +36,17 @@ from bench.names import BenchName
 
 @dataclass(frozen=True, kw_only=True)
 class GateConfig:
-    strategies: tuple[str, ...] = ("weakkey", "declared")  # whose hot path is gated
+    # the PR as written (pr652) and the review's alternative (dynattr)
+    strategies: tuple[str, ...] = ("pr652", "dynattr")
     patterns: tuple[str, ...] = ("per_field", "cached")  # step/<s>/scenario=<x>/pattern=<p>
     lookup_ops: tuple[str, ...] = ("get_hit",)  # lookup/<strategy>/op=<op>/live=<n>/regime=warm
     lookup_live: int = 10_000  # live requests in the gated lookups (wall clock)
     threshold_pct: float = 5.0  # wall clock: fail above max(this, A/A noise)
     instruction_threshold_pct: float = 1.0  # instruction mode: fail above this
     rounds: int = 8  # wall clock: base / candidate / A-A process triples
-    scenario: str = "prefill-dspark"  # the scheduler scenario of the step benchmarks
+    # the scheduler scenarios of the step benchmarks (WORKLOAD.md: the prefill node the PR adds
+    # its call sites to, and the decode node whose every forward scans the batch)
+    scenarios: tuple[str, ...] = ("prefill-dspark", "decode-dspark")
     steps_per_value: int = 50  # scheduler steps per value
     values: int = 6  # values per worker process (8 x 6 = 48 per side)
     instr_steps: int = 20  # scheduler steps counted per step benchmark
@@ -56,7 +59,8 @@ class GateConfig:
     def benchmarks(self, mode: str) -> list[str]:
         live = self.instr_lookup_live if mode == "instructions" else self.lookup_live
         names = [
-            BenchName.of("step", s, scenario=self.scenario, pattern=p)
+            BenchName.of("step", s, scenario=x, pattern=p)
+            for x in self.scenarios
             for s in self.strategies
             for p in self.patterns
         ]
@@ -75,16 +79,16 @@ class GateConfig:
         """What must match for two gate results to be comparable."""
         keep = (
             [
-                "scenario",
+                "scenarios",
                 "instr_steps",
                 "instr_lookup_live",
                 "instr_lookup_passes",
                 "seed",
             ]
             if mode == "instructions"
-            else ["scenario", "steps_per_value", "values", "lookup_live", "seed"]
+            else ["scenarios", "steps_per_value", "values", "lookup_live", "seed"]
         )
-        d = asdict(self)
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
         return {"mode": mode, "benchmarks": self.benchmarks(mode), **{k: d[k] for k in keep}}
 
 
@@ -115,8 +119,11 @@ def load_gate_config(pyproject: Path, **overrides: Any) -> GateConfig:
         raise UsageError("gate values must be at least 3")
     if not config.strategies:
         raise UsageError("gate strategies must not be empty")
+    if not config.scenarios:
+        raise UsageError("gate scenarios must not be empty")
     try:
-        scenarios.get(config.scenario)
+        for name in config.scenarios:
+            scenarios.get(name)
     except ValueError as exc:
         raise UsageError(f"gate {exc}") from None
     return config

@@ -77,6 +77,10 @@ def run(
     return ballast
 
 
+# The options main() takes: part of the cross-tree contract (bench/gate/protocol.py).
+OPTIONS = ("--iterations", "--live", "--seed", "--external", "--heap-shift")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.instr_target")
     ap.add_argument("benchmark")

@@ -21,6 +21,7 @@ from typing import Any
 
 from bench.errors import DataError, UsageError
 from bench.gate.config import GateConfig
+from bench.gate.protocol import Base
 from bench.names import BenchName
 
 # callgrind runs Python ~50x slower; a single target run must not hang a CI job forever.
@@ -41,10 +42,25 @@ def _setarch() -> list[str]:
 
 
 def count_instructions(
-    tree: Path, benchmark: str, iterations: int, *, live: int, seed: int, heap_shift: int = 0
+    tree: Path,
+    benchmark: str,
+    iterations: int,
+    *,
+    live: int,
+    seed: int,
+    heap_shift: int = 0,
+    options: tuple[str, ...] | None = None,
 ) -> int:
-    """callgrind's total instruction count of one target run in `tree`."""
+    """callgrind's total instruction count of one target run in `tree` (`options`: the target
+    options that tree understands; None: all of them)."""
     valgrind = check_valgrind()
+    wanted = {"--live": str(live), "--seed": str(seed), "--heap-shift": str(heap_shift)}
+    extra = [
+        arg
+        for opt, value in wanted.items()
+        if options is None or opt in options
+        for arg in (opt, value)
+    ]
     with tempfile.TemporaryDirectory(prefix="reqstate-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
         cmd = [
@@ -58,12 +74,7 @@ def count_instructions(
             benchmark,
             "--iterations",
             str(iterations),
-            "--live",
-            str(live),
-            "--seed",
-            str(seed),
-            "--heap-shift",
-            str(heap_shift),
+            *extra,
         ]
         env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
         try:
@@ -89,6 +100,7 @@ def measure(
     seed: int,
     heap_shifts: int = 3,
     progress: object = None,
+    bases: dict[str, Base] | None = None,
 ) -> dict[str, dict[str, int]]:
     """{side: {benchmark: instructions of the iterations}} for every side and benchmark.
 
@@ -105,10 +117,19 @@ def measure(
     ]
     counts: dict[tuple[str, str, int, int], int] = {}
 
+    speak = bases or {}
+
     def one(job: tuple[str, str, int, int]) -> None:
         side, name, n, k = job
+        base = speak.get(side)
         counts[job] = count_instructions(
-            trees[side], name, n, live=benchmarks[name][1], seed=seed, heap_shift=k
+            trees[side],
+            name if base is None else base.name(name),
+            n,
+            live=benchmarks[name][1],
+            seed=seed,
+            heap_shift=k,
+            options=None if base is None else base.instr_options,
         )
         if callable(progress):
             progress(len(counts), len(jobs), f"{side} {name} x{n} shift {k}")
@@ -129,7 +150,9 @@ def measure(
     }
 
 
-def measure_gate(cfg: GateConfig, trees: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
+def measure_gate(
+    cfg: GateConfig, trees: dict[str, Path], bases: dict[str, Base]
+) -> dict[str, dict[str, list[float]]]:
     """{side: {benchmark: [instructions]}} for the gated benchmarks of instruction mode."""
     benchmarks: dict[str, tuple[int, int]] = {}
     for name in cfg.benchmarks("instructions"):
@@ -141,7 +164,15 @@ def measure_gate(cfg: GateConfig, trees: dict[str, Path]) -> dict[str, dict[str,
     def report(done: int, total: int, label: str) -> None:
         print(f"[gate] callgrind {done}/{total}: {label}", file=sys.stderr, flush=True)
 
+    for base in bases.values():  # a name the base cannot measure stops here, not mid-run
+        for name in benchmarks:
+            base.name(name)
     counts = measure(
-        trees, benchmarks, seed=cfg.seed, heap_shifts=cfg.instr_heap_shifts, progress=report
+        trees,
+        benchmarks,
+        seed=cfg.seed,
+        heap_shifts=cfg.instr_heap_shifts,
+        progress=report,
+        bases=bases,
     )
     return {side: {n: [float(c)] for n, c in per.items()} for side, per in counts.items()}

@@ -18,12 +18,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.errors import EXIT_FAILED, EXIT_OK, UsageError
-from bench.gate import wall
+from bench.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError, one_line
+from bench.gate import protocol, wall
 from bench.gate.config import GateConfig
 from bench.gate.git import default_base, snapshot, worktree
 from bench.gate.judge import SCHEMA, judge, load_baseline
-from bench.gate.render import render_markdown, render_terminal
+from bench.gate.render import error_markdown, render_markdown, render_terminal
 from bench.storage import ROOT, write_atomic, write_json
 
 MODES = ("wall", "instructions")
@@ -38,6 +38,44 @@ def run_gate(
     json_out: Path | None,
     markdown_out: Path | None,
     root: Path = ROOT,
+) -> int:
+    """The gate; on a usage or data error (exit 2) gate.md and the CI step summary still say so
+    in their first line, so a PR reader never sees a stale or empty verdict."""
+    try:
+        return _run_gate(
+            cfg,
+            mode=mode,
+            base_ref=base_ref,
+            baseline_file=baseline_file,
+            json_out=json_out,
+            markdown_out=markdown_out,
+            root=root,
+        )
+    except (UsageError, DataError) as exc:
+        text = error_markdown(one_line(str(exc)), mode)
+        if markdown_out is not None:
+            with contextlib.suppress(OSError):
+                write_atomic(markdown_out, text)
+        _append_step_summary(text)
+        raise
+
+
+def _append_step_summary(markdown: str) -> None:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(markdown)
+
+
+def _run_gate(
+    cfg: GateConfig,
+    *,
+    mode: str,
+    base_ref: str | None,
+    baseline_file: Path | None,
+    json_out: Path | None,
+    markdown_out: Path | None,
+    root: Path,
 ) -> int:
     if mode not in MODES:
         raise UsageError(f"unknown gate mode {mode!r}; choose wall or instructions")
@@ -56,21 +94,27 @@ def run_gate(
         if baseline_file is not None:
             baseline_values = load_baseline(baseline_file, cfg, mode)
             meta["base"] = str(baseline_file)
-        else:
+        bases = {"candidate": protocol.myself()}
+        if baseline_file is None:
             ref = base_ref or default_base(root)
             path, commit = stack.enter_context(worktree(ref, parent, root))
             trees["base"] = path
             meta["base"] = f"{ref} ({commit[:12]})"
+            bases["base"] = protocol.query(path, meta["base"])
         wall.progress(
             f"[gate] {mode} mode: {meta['base']} vs working tree, "
             f"{len(cfg.benchmarks(mode))} benchmarks"
         )
         if mode == "wall":
-            values = wall.measure(cfg, trees)
+            values = wall.measure(cfg, trees, bases)
         else:
             from bench.gate.instructions import measure_gate
 
-            values = measure_gate(cfg, trees)
+            values = measure_gate(cfg, trees, {k: v for k, v in bases.items() if k == "base"})
+        if "base" in bases and bases["base"].notes:
+            meta["base_notes"] = bases["base"].notes
+            for note in bases["base"].notes:
+                wall.progress(f"[gate] base: {note}")
         if baseline_values is not None:
             values["base"] = baseline_values
     judgements = judge(cfg, mode, values, paired=baseline_file is None)
@@ -95,10 +139,7 @@ def run_gate(
     markdown = render_markdown(judgements, mode, status, meta)
     write_json(json_out, result)
     write_atomic(markdown_out, markdown)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write(markdown)
+    _append_step_summary(markdown)
     print(render_terminal(judgements, mode, status))
     print(f"gate result: {json_out}\ngate markdown: {markdown_out}")
     return EXIT_FAILED if status == "regression" else EXIT_OK

@@ -1,24 +1,30 @@
-"""Calibration of the wall-clock gate: false-alarm and detection rates, measured.
+"""Calibration of the gate: false-alarm and detection rates, measured.
 
-    python -m bench.gate.selftest --runs 10 --slowdown-pct 10 [--slowdown-pct 5]
+    python -m bench.gate.selftest --runs 10 --slowdown-pct 10 --slowdown-pct 5
+    python -m bench.gate.selftest --mode instructions --runs 10 --instr-increase-pct 1
 
 Copies the working tree into a throwaway git repository (committed once: the baseline), then
 runs the gate `--runs` times against an unchanged candidate (A/A: every failure is a false
-alarm) and `--runs` times per slowdown against a candidate whose scheduler step spins for an
-extra X% of its own duration (every pass of a step benchmark is a miss). Lookup benchmarks
-are untouched by the injection, so they count as A/A too. Prints the rates; writes the raw
-gate results under the output folder. This is a benchmark, not a test: it takes
-~3.5 minutes per gate run on 2 cores (docs/GATE.md).
+alarm) and `--runs` times per injected regression. Wall clock: the candidate's scheduler step
+spins for an extra X% of its own duration. Instruction mode: the step runs K extra loop
+iterations, K calibrated by one preliminary gate run so that the least affected gated step
+benchmark grows by the asked percentage of its instructions. Lookup benchmarks are untouched by
+either injection, so they count as A/A too. Prints the rates and writes summary.json and every
+gate result under the output folder. This is a benchmark, not a test: a wall-clock gate run
+takes ~5 minutes on 2 cores, an instruction-mode run ~8 (docs/GATE.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import platform
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bench.gate.git import snapshot
 from bench.storage import ROOT
@@ -26,41 +32,54 @@ from bench.storage import ROOT
 _STEP_DEF = '    def step(self) -> None:\n        """One scheduler loop iteration."""\n'  # SchedulerLoop.step
 
 
-def _inject(tree: Path, slowdown_pct: float) -> None:
+def _inject(tree: Path, *, slowdown_pct: float = 0.0, extra_loops: int = 0) -> None:
+    """Wrap SchedulerLoop.step: spin for slowdown_pct of its duration (wall clock), or run
+    extra_loops empty loop iterations (instructions)."""
     path = tree / "bench" / "core" / "scheduler.py"
     src = path.read_text()
     if _STEP_DEF not in src:
         raise SystemExit("cannot find SchedulerLoop.step to inject a slowdown into")
+    if extra_loops:
+        body = (
+            f"        self._real_step()\n        for _ in range({extra_loops}):\n            pass\n"
+        )
+    else:
+        body = (
+            "        import time as _t\n"
+            "        start = _t.perf_counter_ns()\n"
+            "        self._real_step()\n"
+            f"        until = _t.perf_counter_ns() + (_t.perf_counter_ns() - start) * {slowdown_pct} / 100\n"
+            "        while _t.perf_counter_ns() < until:\n"
+            "            pass\n"
+        )
     wrapper = (
         "    def step(self) -> None:\n"
-        "        import time as _t\n"
-        "        start = _t.perf_counter_ns()\n"
-        "        self._real_step()\n"
-        f"        until = _t.perf_counter_ns() + (_t.perf_counter_ns() - start) * {slowdown_pct} / 100\n"
-        "        while _t.perf_counter_ns() < until:\n"
-        "            pass\n\n"
-        "    def _real_step(self) -> None:\n"
-        '        """One scheduler loop iteration."""\n'
+        + body
+        + "\n    def _real_step(self) -> None:\n"
+        + '        """One scheduler loop iteration."""\n'
     )
     path.write_text(src.replace(_STEP_DEF, wrapper))
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
         ["git", "-c", "user.name=selftest", "-c", "user.email=s@t", *args],
         cwd=repo,
         check=True,
         capture_output=True,
-    )
+        text=True,
+    ).stdout.strip()
 
 
-def _gate(repo: Path, out: Path, extra: list[str]) -> dict[str, object]:
+def _gate(repo: Path, out: Path, mode: str, extra: list[str]) -> dict[str, Any]:
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "bench",
             "gate",
+            "--mode",
+            mode,
             "--base",
             "HEAD",
             "--json",
@@ -76,50 +95,107 @@ def _gate(repo: Path, out: Path, extra: list[str]) -> dict[str, object]:
     )
     if proc.returncode not in (0, 1):
         raise SystemExit(f"gate failed to run: {proc.stderr.strip().splitlines()[-1]}")
-    return json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def _calibrate_loops(repo: Path, out_dir: Path, pct: float, extra: list[str]) -> int:
+    """K extra loop iterations per step so the least affected gated step benchmark grows by
+    pct% of its instructions (instructions are linear in K: one gate run with K0 tells)."""
+    probe = 20_000
+    _inject(repo, extra_loops=probe)
+    result = _gate(repo, out_dir / "calibration.json", "instructions", extra)
+    _git(repo, "checkout", "-q", "--", ".")
+    growth = [r["change_pct"] for r in result["results"] if r["benchmark"].startswith("step/")]
+    if not growth or min(growth) <= 0:
+        raise SystemExit("calibration: the injected loop did not grow the step benchmarks")
+    return max(1, round(probe * pct / min(growth)))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.gate.selftest")
+    ap.add_argument("--mode", choices=("wall", "instructions"), default="wall")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--slowdown-pct", type=float, action="append", default=None)
+    ap.add_argument(
+        "--instr-increase-pct",
+        type=float,
+        action="append",
+        default=None,
+        help="instruction mode: injected growth of the least affected step benchmark (default 1.1: just above the 1%% threshold)",
+    )
     ap.add_argument("--output-dir", default=str(ROOT / "reports" / "gate-selftest"))
     ap.add_argument("--gate-arg", action="append", default=[], help="passed to every gate run")
     args = ap.parse_args(argv)
-    slowdowns = args.slowdown_pct or [10.0]
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, object] = {}
+    summary: dict[str, Any] = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.processor() or platform.node()}",
+        "mode": args.mode,
+    }
     with tempfile.TemporaryDirectory(prefix="reqstate-selftest-") as tmp:
         repo = snapshot(ROOT, Path(tmp), "repo")
         _git(repo, "init", "-q", "-b", "main")
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "-m", "baseline")
-        for label, pct in [("aa", 0.0), *[(f"slow{p:g}", p) for p in slowdowns]]:
+        summary["commit"] = _commit_of_root()
+        plan: list[tuple[str, dict[str, Any]]] = [("aa", {})]
+        if args.mode == "wall":
+            plan += [(f"slow{p:g}", {"slowdown_pct": p}) for p in args.slowdown_pct or [10.0]]
+        else:
+            for pct in args.instr_increase_pct or [1.1]:
+                loops = _calibrate_loops(repo, out_dir, pct, args.gate_arg)
+                plan.append((f"instr+{pct:g}", {"extra_loops": loops, "target_pct": pct}))
+        for label, injection in plan:
             _git(repo, "checkout", "-q", "--", ".")
-            if pct:
-                _inject(repo, pct)
+            kw = {k: v for k, v in injection.items() if k in ("slowdown_pct", "extra_loops")}
+            if kw:
+                _inject(repo, **kw)
             step_flags = lookup_flags = step_total = lookup_total = 0
+            changes: list[float] = []
+            seconds: list[float] = []
             for i in range(args.runs):
-                result = _gate(repo, out_dir / f"{label}-{i}.json", args.gate_arg)
-                for row in result["results"]:  # type: ignore[attr-defined]
+                started = dt.datetime.now()
+                result = _gate(repo, out_dir / f"{label}-{i}.json", args.mode, args.gate_arg)
+                seconds.append((dt.datetime.now() - started).total_seconds())
+                for row in result["results"]:
                     failed = row["verdict"] == "regression"
                     if row["benchmark"].startswith("step/"):
                         step_total += 1
                         step_flags += failed
+                        changes.append(row["change_pct"])
                     else:
                         lookup_total += 1
                         lookup_flags += failed
-                print(f"{label} run {i + 1}/{args.runs}: status {result['status']}", flush=True)
-            summary[label] = {
-                "slowdown_pct": pct,
-                "runs": args.runs,
-                "step_benchmarks_flagged": f"{step_flags}/{step_total}",
-                "lookup_benchmarks_flagged (untouched)": f"{lookup_flags}/{lookup_total}",
-            }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+                caught = result["status"] == "regression"
+                print(
+                    f"{label} run {i + 1}/{args.runs}: status {result['status']}"
+                    f" ({seconds[-1]:.0f} s)",
+                    flush=True,
+                )
+                summary.setdefault(label, {}).setdefault("runs_flagged", 0)
+                summary[label]["runs_flagged"] += caught
+            summary[label].update(
+                {
+                    **injection,
+                    "runs": args.runs,
+                    "step_benchmarks_flagged": f"{step_flags}/{step_total}",
+                    "lookup_benchmarks_flagged (untouched)": f"{lookup_flags}/{lookup_total}",
+                    "step_change_pct_range": [min(changes), max(changes)] if changes else None,
+                    "gate_seconds_median": sorted(seconds)[len(seconds) // 2],
+                }
+            )
+            (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return 0
+
+
+def _commit_of_root() -> str:
+    try:
+        return _git(ROOT, "rev-parse", "--short=12", "HEAD")
+    except subprocess.CalledProcessError:
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The gate starts `python -m bench.worker gate CONFIG OUT INDEX` in each tree it compares (so
 this module must keep working when this tree is a gate's base). The configuration's
 `extra["gate"]` carries what matters here: the lookup ops and size. Names are those of the
-step and lookup suites.
+step and lookup suites
+(NAME_KEYS).
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ ORDER = 100
 PUBLIC = False  # run by the gate itself, never by `bench run --suite`
 # Gated lookups run in the warm regime: the steadiest figure, and the one callgrind counts.
 GATE_REGIME = "warm"
+# The parameters of the names this suite writes, per kind, in order: part of the cross-tree
+# contract (bench/gate/protocol.py); a test holds the suite to it.
+NAME_KEYS: dict[str, tuple[str, ...]] = {
+    "step": ("scenario", "pattern"),
+    "lookup": ("op", "live", "regime"),
+}
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
@@ -46,18 +53,21 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     gate = cfg.extra.get("gate", {})
     ops = tuple(gate.get("lookup_ops", ("get_hit",)))
     live = int(gate.get("lookup_live", 10_000))
-    (case,) = cfg.cases()  # the gate measures one scenario
     with GcProbe() as probe:
-        recorders = build_recorders(
-            ctx,
-            out,
-            kind="step",
-            scenario=case[0],
-            extra_params=case[1],
-            patterns=cfg.patterns,
-            probe=probe,
-            keep_steps=False,
-        )
+        recorders = {}
+        for scenario, extra_params in cfg.cases():  # the gated scenarios, no sweep
+            recorders.update(
+                build_recorders(
+                    ctx,
+                    out,
+                    kind="step",
+                    scenario=scenario,
+                    extra_params=extra_params,
+                    patterns=cfg.patterns,
+                    probe=probe,
+                    keep_steps=False,
+                )
+            )
         subjects: list[Subject] = step_subjects(recorders, cfg.steps_per_value)
         populations: list[Population] = []
         if ops:

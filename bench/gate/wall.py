@@ -15,6 +15,7 @@ from pathlib import Path
 from bench.config import RunConfig
 from bench.errors import DataError
 from bench.gate.config import GateConfig
+from bench.gate.protocol import Base
 from bench.storage import read_json
 
 SIDES = ("base", "candidate", "aa")
@@ -32,7 +33,7 @@ def worker_config(cfg: GateConfig) -> RunConfig:
         workers=1,
         warmup_values=1,
         values=cfg.values,
-        scenarios=(cfg.scenario,),
+        scenarios=cfg.scenarios,
         steps_per_value=cfg.steps_per_value,
         patterns=cfg.patterns,
         seed=cfg.seed,
@@ -41,23 +42,33 @@ def worker_config(cfg: GateConfig) -> RunConfig:
     )
 
 
-def measure(cfg: GateConfig, trees: dict[str, Path]) -> dict[str, dict[str, list[float]]]:
-    """Values per side and benchmark; value i of every side comes from the same round."""
+def measure(
+    cfg: GateConfig, trees: dict[str, Path], bases: dict[str, Base]
+) -> dict[str, dict[str, list[float]]]:
+    """Values per side and benchmark, keyed by the candidate's names; value i of every side
+    comes from the same round. `bases` says how to speak to each tree (bench.gate.protocol)."""
     from bench.runner import run_worker
 
     sides = [s for s in SIDES if s in trees or s == "aa"]
     values: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
     rng = random.Random(cfg.seed)
+    config = worker_config(cfg)
+    wanted = cfg.benchmarks("wall")
     with tempfile.TemporaryDirectory(prefix="reqstate-gate-") as tmp:
-        cfg_path = Path(tmp) / "config.json"
-        cfg_path.write_text(worker_config(cfg).to_json(), encoding="utf-8")
+        paths: dict[str, Path] = {}
+        names: dict[str, dict[str, str]] = {}  # side -> its name -> the candidate's name
+        for side in sides:
+            base = bases["candidate" if side == "aa" else side]
+            paths[side] = Path(tmp) / f"config-{side}.json"
+            paths[side].write_text(base.config_json(config), encoding="utf-8")
+            names[side] = {base.name(n): n for n in wanted}
         for r in range(cfg.rounds):
             order = list(sides)
             rng.shuffle(order)
             for side in order:
                 tree = trees["candidate" if side == "aa" else side]
                 out = Path(tmp) / f"{side}{r}.json"
-                rc, tail = run_worker("gate", cfg_path, out, r, lambda _f, _l: None, cwd=tree)
+                rc, tail = run_worker("gate", paths[side], out, r, lambda _f, _l: None, cwd=tree)
                 if rc != 0 or not out.exists():
                     last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
                     raise DataError(f"{side} tree could not run the gate worker: {last}")
@@ -65,6 +76,8 @@ def measure(cfg: GateConfig, trees: dict[str, Path]) -> dict[str, dict[str, list
                 if data.get("failures"):
                     raise DataError(f"{side}: {'; '.join(data['failures'].values())}")
                 for name, b in data["benchmarks"].items():
-                    values[side].setdefault(name, []).extend(b["values"])
+                    mine = names[side].get(name)
+                    if mine is not None:
+                        values[side].setdefault(mine, []).extend(b["values"])
                 progress(f"[gate] round {r + 1}/{cfg.rounds}: {side} measured")
     return values
