@@ -31,7 +31,7 @@ from bench.errors import DataError
 
 PROTOCOL = 1
 # The first commit whose tree answers `python -m bench.gate.protocol` (older bases are refused).
-OLDEST_BASE = "the commit that added bench/gate/protocol.py (protocol 1)"
+OLDEST_BASE = "baf8bd907eaa (protocol 1)"
 QUERY_TIMEOUT_S = 120
 
 
