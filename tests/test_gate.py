@@ -237,3 +237,13 @@ def test_gate_config_from_pyproject(tmp_path: Path) -> None:
     over = load_gate_config(FIXTURES / "gate_tiny.toml", threshold_pct=7.5)
     assert over.threshold_for(NAME, "wall") == 7.5
     assert over.threshold_for(NAME, "instructions") == 1.0
+
+
+def test_unwritable_output_is_refused_before_measuring(repo: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = _gate(repo, "--base", "HEAD", "--json", str(blocker / "sub" / "gate.json"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "cannot create its folder" in proc.stderr.strip().splitlines()[-1]
+    assert "[gate] round" not in proc.stderr  # nothing was measured

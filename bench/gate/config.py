@@ -7,7 +7,7 @@ lookup_ops = ["get_hit"]               # lookup/<s>/op=<op>/live=<n>/regime=warm
 lookup_live = 10000
 threshold_pct = 5.0                    # wall-clock: fail above max(this, A/A noise)
 instruction_threshold_pct = 1.0        # instruction mode
-rounds = 8                             # wall-clock: base/candidate/A-A process triples
+rounds = 12                            # wall-clock: base/candidate/A-A process triples
 scenarios = ["prefill-dspark", "decode-dspark"]  # the scheduler scenarios of the step benchmarks
 instr_steps = 20
 instr_lookup_live = 2000
@@ -43,12 +43,12 @@ class GateConfig:
     lookup_live: int = 10_000  # live requests in the gated lookups (wall clock)
     threshold_pct: float = 5.0  # wall clock: fail above max(this, A/A noise)
     instruction_threshold_pct: float = 1.0  # instruction mode: fail above this
-    rounds: int = 8  # wall clock: base / candidate / A-A process triples
+    rounds: int = 12  # wall clock: base / candidate / A-A process triples
     # the scheduler scenarios of the step benchmarks (WORKLOAD.md: the prefill node the PR adds
     # its call sites to, and the decode node whose every forward scans the batch)
     scenarios: tuple[str, ...] = ("prefill-dspark", "decode-dspark")
     steps_per_value: int = 50  # scheduler steps per value
-    values: int = 6  # values per worker process (8 x 6 = 48 per side)
+    values: int = 6  # values per worker process (12 x 6 = 72 per side)
     instr_steps: int = 20  # scheduler steps counted per step benchmark
     instr_lookup_live: int = 2000  # live requests of the counted lookups
     instr_lookup_passes: int = 3  # get passes counted per lookup benchmark

@@ -83,6 +83,14 @@ def _run_gate(
         from bench.gate.instructions import check_valgrind
 
         check_valgrind()
+    for out in (json_out, markdown_out):  # before minutes of measuring, not after
+        if out is not None:
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(f"{out}: cannot create its folder ({exc.strerror})") from None
+            if not os.access(out.parent, os.W_OK):
+                raise UsageError(f"{out}: folder is not writable")
     meta: dict[str, Any] = {"candidate": "working tree"}
     with contextlib.ExitStack() as stack:
         parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reqstate-gate-")))
