@@ -163,6 +163,8 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         changes["patterns"] = args.pattern
     if args.regime:
         changes["lookup_regimes"] = args.regime
+    if args.no_aa:
+        changes["aa_twins"] = 0
     if args.request_model:
         changes["request_model"] = args.request_model
     if args.request_class:
@@ -345,6 +347,39 @@ def _run_selfcheck(run_dir: Path, config: RunConfig) -> None:
     print("\n".join(result.lines()))
 
 
+def _cmd_selftest_aa(args: argparse.Namespace) -> int:
+    from bench import runner
+    from bench.report.console import render_table
+    from bench.selftest_aa import SELFTEST_FILE, config_for, count_flags, lines
+    from bench.storage import check_free_space, new_run_dir, write_json
+    from strategies import load_external
+
+    config = RunConfig().quick() if args.quick else RunConfig()
+    copies = tuple(args.copy or ())
+    config = config_for(config, copies)
+    try:
+        copy_names = [load_external(c).name for c in copies]
+        config.validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    _check_strategies_and_device(config)
+    run_dir = new_run_dir(Path(args.output_dir))
+    check_free_space(run_dir)
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
+    manifest = runner.start_run(config, run_dir, command)
+    print(f"run folder: {run_dir}", file=sys.stderr)
+    try:
+        manifest = runner.execute(run_dir, manifest, config)
+    except runner.Interrupted as exc:
+        print(f"interrupted ({exc}); partial results kept in {run_dir}", file=sys.stderr)
+        return 128 + exc.signum
+    print(render_table(run_dir))
+    result = count_flags(run_dir, copy_names)
+    write_json(run_dir / SELFTEST_FILE, result)
+    print("\n".join(lines(result)))
+    return 0 if manifest["status"] == "complete" else EXIT_FAILED
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from bench.report import write_compare, write_report
 
@@ -488,6 +523,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
+    p_run.add_argument(
+        "--no-aa",
+        action="store_true",
+        help="do not measure the baseline's A/A twin (<baseline>.aa), which sets each family's noise floor",
+    )
     p_run.set_defaults(func=_cmd_run)
 
     p_scen = sub.add_parser("scenarios", help="list the scheduler scenarios, one line each")
@@ -510,6 +550,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     work.add_parser("models", help="the request models this harness ships")
     p_work.set_defaults(func=_cmd_workload)
+
+    p_aa = sub.add_parser(
+        "selftest-aa",
+        help="run the suites with two A/A twins of the baseline and count the rows each verdict rule flags",
+    )
+    p_aa.add_argument("--quick", action="store_true", help="the quick set (about a minute)")
+    p_aa.add_argument(
+        "--copy",
+        action="append",
+        metavar="FILE",
+        help="also measure this strategy file, a verbatim copy of the baseline under another NAME",
+    )
+    p_aa.add_argument("--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go")
+    p_aa.set_defaults(func=_cmd_selftest_aa)
 
     p_check = sub.add_parser(
         "selfcheck",

@@ -41,7 +41,7 @@ REPETITION_KEYS = frozenset(
 # Keys whose default is not what a tree without the key measured: that value, per key. A gate
 # compares with such a base only when the candidate asks for this value. (A new key whose
 # default keeps the old behaviour needs no entry.)
-ABSENT_MEANS: dict[str, Any] = {}
+ABSENT_MEANS: dict[str, Any] = {"aa_twins": 0}
 
 # Upper bound on live requests in a lookup table: beyond ~1M the synthetic requests alone
 # outgrow this machine.
@@ -78,6 +78,9 @@ class RunConfig:
     strategies: tuple[str, ...] | None = None  # None: every registered strategy
     external: tuple[str, ...] = ()
     baseline: str = "pr652"  # the code under review: ratios are "x times the PR as written"
+    # A/A twins of the baseline measured in every suite (<baseline>.aa, .aa2, ...): verbatim
+    # copies whose difference from the baseline is the run's noise floor (0: none, --no-aa)
+    aa_twins: int = 1
     device: str = "auto"
     seed: int = 0
     # pyperf-style repetition: fresh worker processes, each with warm-up and measured values.
@@ -205,6 +208,8 @@ class RunConfig:
         from bench.gcprobe import GC_MODES
         from bench.suites.measure import REGIMES
 
+        if not 0 <= self.aa_twins <= 3:
+            raise ValueError(f"aa_twins must be 0 to 3, got {self.aa_twins}")
         if self.lookup_cold_lookups < 1:
             raise ValueError(f"lookup_cold_lookups must be >= 1, got {self.lookup_cold_lookups}")
         bad = [r for r in self.lookup_regimes if r not in REGIMES]

@@ -35,6 +35,16 @@ class BenchNameError(DataError):
     """A string that is not a benchmark name of this harness."""
 
 
+# A/A twins of a run's baseline strategy are named "<baseline>.aa", "<baseline>.aa2", ...
+TWIN_RE = re.compile(r"^(?P<of>[a-z][a-z0-9_]{0,39})\.aa(?P<n>[2-9]?)$")
+
+
+def twin_of(strategy: str) -> str | None:
+    """The strategy an A/A twin copies, or None for any other strategy name."""
+    m = TWIN_RE.match(strategy)
+    return m["of"] if m else None
+
+
 # How names changed, for gates that compare with an older tree (bench/gate/protocol.py). When a
 # parameter key is renamed, record {kind: {new_key: old_key}}; when a parameter is added to a
 # kind, record {kind: {key: value}} with the value that a name without it measured (a gate then

@@ -33,7 +33,7 @@ from bench.runformat import (
 )
 from bench.storage import read_json, write_json
 from bench.timing import resolve_device, wall_s
-from strategies import Strategy, resolve
+from strategies import Strategy, resolve_run
 
 
 class Interrupted(Exception):
@@ -192,6 +192,7 @@ def strategy_metadata(strategies: list[Strategy]) -> dict[str, dict[str, Any]]:
             "external": s.external,
             "thread_safe_create": s.thread_safe_create,
             "holds_state": s.holds_state,
+            "twin_of": s.twin_of,
         }
         for s in strategies
     }
@@ -230,7 +231,12 @@ def case_metadata(config: RunConfig) -> list[dict[str, Any]]:
 
 def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
     device = resolve_device(config.device)
-    strategies = resolve(config.strategies, external=config.external)
+    strategies = resolve_run(
+        config.strategies,
+        external=config.external,
+        baseline=config.baseline,
+        twins=config.aa_twins,
+    )
     manifest = {
         "schema": SCHEMA,
         "created": wall_s(),

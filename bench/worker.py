@@ -21,7 +21,7 @@ from bench.core.workload import use_torch_tensors
 from bench.storage import write_json
 from bench.suites.measure import WorkerContext
 from bench.timing import resolve_device
-from strategies import resolve
+from strategies import resolve_run
 
 # One intra-op thread: on the CPU the pool copies then run on the measured thread alone,
 # instead of waking a thread pool whose scheduling adds noise on a 2-core machine.
@@ -34,7 +34,12 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(TORCH_THREADS)
     use_torch_tensors()  # requests hold real tensors where SGLang's Req does
     device = resolve_device(config.device)
-    strategies = resolve(config.strategies, external=config.external)
+    strategies = resolve_run(
+        config.strategies,
+        external=config.external,
+        baseline=config.baseline,
+        twins=config.aa_twins,
+    )
     ctx = WorkerContext(
         config=config,
         worker_index=int(index),

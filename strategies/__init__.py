@@ -8,6 +8,7 @@ or a path to a .py file) go through the same validation.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -22,6 +23,7 @@ from types import MappingProxyType, ModuleType
 from typing import Any
 
 from bench.errors import UsageError
+from bench.names import TWIN_RE
 from strategies._contract import (
     OPTIONAL_MAPPINGS,
     REQUIRED_ATTRS,
@@ -58,6 +60,52 @@ class Strategy:
     source_sha256: str
     external: bool = False
     module: ModuleType = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    twin_of: str | None = None  # an A/A twin: the strategy it is a verbatim copy of
+
+
+# A/A twins: "<name>.aa" (then ".aa2", ".aa3"; bench.names.TWIN_RE): the baseline's own source
+# run as another module.
+
+
+def twin_name(of: str, index: int = 0) -> str:
+    """The name of the index-th twin of `of` (0: '<of>.aa', 1: '<of>.aa2', ...)."""
+    return f"{of}.aa" if index == 0 else f"{of}.aa{index + 1}"
+
+
+def twin(strategy: Strategy, name: str) -> Strategy:
+    """A verbatim A/A twin of `strategy`: the same source file executed again as its own module
+    object (so module-level tables are its own) under `name`. Measured like any strategy, its
+    difference from the original is what the run's noise alone produces."""
+    path = getattr(strategy.module, "__file__", None)
+    if not path:
+        raise StrategyError(f"{strategy.name}: no source file to make an A/A twin from")
+    mod_name = f"_reqstate_twin_{name.replace('.', '_')}"
+    module = sys.modules.get(mod_name)
+    if module is None:
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise StrategyError(f"{path}: cannot be imported again for an A/A twin")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        loader_spec.loader.exec_module(module)
+    copy = validate(module, external=strategy.external)
+    return dataclasses.replace(
+        copy,
+        name=name,
+        description=f"A/A twin: a verbatim copy of {strategy.name} (noise floor)",
+        source_path=strategy.source_path,
+        twin_of=strategy.name,
+    )
+
+
+def with_twins(chosen: list[Strategy], baseline: str, twins: int) -> list[Strategy]:
+    """The chosen strategies plus `twins` A/A twins of the baseline (when it is chosen)."""
+    base = next((s for s in chosen if s.name == baseline and s.twin_of is None), None)
+    if base is None or twins <= 0:
+        return chosen
+    have = {s.name for s in chosen}
+    extra = [twin(base, twin_name(baseline, i)) for i in range(twins)]
+    return [*chosen, *(t for t in extra if t.name not in have)]
 
 
 def _where(module: ModuleType) -> str:
@@ -214,9 +262,25 @@ def resolve(names: Iterable[str] | None = None, *, external: Iterable[str] = ())
     else:
         chosen = []
         for n in names:
+            m = TWIN_RE.match(n)
+            if n not in by_name and m is not None and m["of"] in by_name:
+                chosen.append(twin(by_name[m["of"]], n))  # a twin asked for by name
+                continue
             if n not in by_name:
                 known = ", ".join(sorted(by_name))
                 raise StrategyError(f"unknown strategy {n!r}; available: {known}")
             chosen.append(by_name[n])
         chosen.extend(s for s in extra if s not in chosen)
+    return sorted(chosen, key=lambda s: s.name)
+
+
+def resolve_run(
+    names: Iterable[str] | None,
+    *,
+    external: Iterable[str] = (),
+    baseline: str,
+    twins: int,
+) -> list[Strategy]:
+    """What a run measures: resolve(), plus the baseline's A/A twins, sorted by name."""
+    chosen = with_twins(resolve(names, external=external), baseline, twins)
     return sorted(chosen, key=lambda s: s.name)

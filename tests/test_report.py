@@ -262,7 +262,14 @@ def test_verdict_is_computed_from_data(run_dir: Path, report: tuple[str, str]) -
         values = [e.value for e in ranking.entries]
         assert values == sorted(values)
         assert len(ranking.entries) == len(STRATEGY_NAMES) + 1  # the built-ins and hostile_x
+    for family in verdict.families:  # the A/A twin is the noise floor, never ranked
+        for ranking in family.rankings:
+            assert not any(e.strategy.endswith(".aa") for e in ranking.entries)
     body = section_of(report[0], "verdict")
+    sentences = re.findall(r'<ul class="verdict">(.*?)</ul>', body, re.S)
+    assert sentences
+    assert not any("pr652.aa" in ul for ul in sentences)  # never in a "best" sentence
+    assert "A/A twin" in body  # but shown, in its own row of the headline table
     assert "Best at per_field" in body or "Tied best at per_field" in body
     assert "per_field → cached" in body
     assert "Only one lookup size measured" in body  # the tiny run has one size
@@ -287,8 +294,9 @@ def test_summary_md_is_valid_github_markdown(run_dir: Path, report: tuple[str, s
         "GC pause",
     ):
         assert needle in header, needle
-    assert len(headline) == 2 + len(STRATEGY_NAMES) + 1
+    assert len(headline) == 2 + len(STRATEGY_NAMES) + 2  # + hostile_x + the A/A twin
     assert "(baseline)" in " ".join(headline[2])  # baseline first, absolute values
+    assert headline[3][0] == "`pr652.aa` *(A/A twin)*"  # then its twin, marked
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert f"```sh\n{manifest['command']}\n```" in md
     assert "**Environment:**" in md

@@ -34,7 +34,9 @@ def test_manifest_records_a_complete_run(run_dir: Path) -> None:
     env = manifest["environment"]
     for key in ("python", "torch", "device", "cpu", "git_commit"):
         assert env[key]
-    assert sorted(manifest["strategies"]) == sorted([*STRATEGIES, "hostile_x"])
+    assert sorted(manifest["strategies"]) == sorted([*STRATEGIES, "hostile_x", "pr652.aa"])
+    assert manifest["strategies"]["pr652.aa"]["twin_of"] == "pr652"
+    assert manifest["config"]["aa_twins"] == 1
     assert all(len(m["source_sha256"]) == 64 for m in manifest["strategies"].values())
     assert manifest["strategies"]["control"]["holds_state"] is False
     assert manifest["strategies"]["weakkey"]["holds_state"] is True
@@ -61,7 +63,7 @@ def test_every_suite_writes_pyperf_json_that_pyperf_opens(run_dir: Path, suite: 
 
 def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
     names = {suite: set(values_of(load_pyperf(run_dir / f"{suite}.json"))) for suite in SUITES}
-    for s in STRATEGIES:
+    for s in [*STRATEGIES, "pr652.aa"]:  # the baseline's A/A twin is measured like the others
         for op in LOOKUP_OPS:
             for regime in ("warm", "cold"):
                 assert f"lookup/{s}/op={op}/live=200/regime={regime}" in names["lookup"]
@@ -147,3 +149,7 @@ def test_terminal_table_was_printed(run_dir: Path) -> None:
     assert "nothing to resume" in proc.stderr
     assert "ratio [95% CI]" in proc.stdout
     assert "step/declared/scenario=prefill-dspark/pattern=per_field" in proc.stdout
+    twin_rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("step/pr652.aa/")]
+    assert twin_rows
+    assert all(ln.rstrip().endswith("A/A twin") for ln in twin_rows)
+    assert "A/A noise floor (pr652's twin vs pr652)" in proc.stdout

@@ -38,6 +38,7 @@ def worker_config(cfg: GateConfig) -> RunConfig:
         patterns=cfg.patterns,
         seed=cfg.seed,
         device="cpu",
+        aa_twins=0,  # the gate has its own A/A side
         extra={"gate": {"lookup_ops": list(cfg.lookup_ops), "lookup_live": cfg.lookup_live}},
     )
 

@@ -1,8 +1,10 @@
 """Two runs side by side, as a PR author shows them: base (before) and head (after).
 
-For every benchmark both runs hold, head/base as a ratio of medians with a 95% bootstrap CI and
-a Mann-Whitney test (unpaired: the two runs were not interleaved); benchmarks only one side
-holds are listed, never silently dropped.
+For every benchmark both runs hold, head/base as a ratio of medians with a 95% CI from a
+hierarchical bootstrap (each run's worker processes, then the values within them; unpaired: the
+two runs were not interleaved), judged by the report's one rule (bench.stats.classify): a change
+only when the CI excludes 1 and the effect exceeds the family's noise floor in either run (its
+A/A twin's deviation) and 2%. Benchmarks only one side holds are listed, never silently dropped.
 """
 
 from __future__ import annotations
@@ -10,17 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench import stats
+from bench.names import BenchName
 from bench.report.load import RunData
 from bench.report.markdown import md_table
 from bench.report.markup import Html, join, num, page, pre, section, table, tag, td
 from bench.report.text import esc_md, fmt, fmt_p, fmt_ratio, md_code, md_code_block
+from bench.stats.classify import Classification, classify
+from bench.stats.derive import noise_floors
 
-# Measured: two default runs of near-identical code flagged 26 of 248 rows (10%).
+# Measured before the rule (values treated as independent, no noise floor): two default runs
+# of near-identical code flagged 26 of 248 rows (10%).
 CAVEAT = (
-    "Two separate runs are not interleaved: machine drift between them is not controlled and "
-    "values from one worker process are correlated, so these p-values are optimistic (two runs "
-    "of the same code flagged ~10% of rows here). For a merge decision use `bench gate`, "
-    "which measures both trees in one job, round by round, against an A/A bound."
+    "Two separate runs are not interleaved: machine drift between them is not controlled. "
+    "CIs resample worker processes (values of one process are correlated) and a change must "
+    "exceed the A/A noise floor either run measured, but drift between runs has no twin: for "
+    "a merge decision use `bench gate`, which measures both trees in one job, round by round."
 )
 
 # Environment keys that make two runs hard to compare when they differ.
@@ -37,6 +43,11 @@ class Row:
     n_base: int
     n_head: int
     comparison: stats.Comparison
+    classification: Classification
+
+    @property
+    def verdict(self) -> str:
+        return self.classification.verdict
 
 
 @dataclass(frozen=True)
@@ -48,29 +59,44 @@ class Diff:
     only_head: list[str]
 
     def by_verdict(self, verdict: str) -> list[Row]:
-        return [r for r in self.rows if r.comparison.verdict == verdict]
+        return [r for r in self.rows if r.verdict == verdict]
 
     def env_differences(self) -> list[str]:
         b, h = self.base.environment, self.head.environment
         return [k for k in ENV_KEYS if b.get(k) != h.get(k)]
 
 
-def _benchmarks(run: RunData) -> dict[str, tuple[str, str, list[float]]]:
-    """name -> (suite, unit, values) over every suite of a run."""
+def _benchmarks(run: RunData) -> dict[str, tuple[str, str, list[list[float]]]]:
+    """name -> (suite, unit, values per worker process) over every suite of a run."""
     out = {}
     for suite, data in run.suites.items():
-        for name, vals in data.values.items():
-            if vals:
-                out[name] = (suite, data.units.get(name, "second"), vals)
+        for name, runs in data.runs.items():
+            groups = [list(r) for r in runs if len(r)]
+            if groups:
+                out[name] = (suite, data.units.get(name, "second"), groups)
+    return out
+
+
+def _floors(run: RunData) -> dict[object, float]:
+    out: dict[object, float] = {}
+    for data in run.suites.values():
+        if data.has_data:
+            out.update(noise_floors(data.summaries))
     return out
 
 
 def diff(base: RunData, head: RunData) -> Diff:
     b, h = _benchmarks(base), _benchmarks(head)
+    floors_b, floors_h = _floors(base), _floors(head)
     rows = []
     for name in sorted(set(b) & set(h)):
-        suite, unit, base_vals = b[name]
-        head_vals = h[name][2]
+        suite, unit, base_runs = b[name]
+        head_runs = h[name][2]
+        base_vals = [v for g in base_runs for v in g]
+        head_vals = [v for g in head_runs for v in g]
+        cmp = stats.hierarchical_compare(head_runs, base_runs, paired=False)
+        family = BenchName.parse(name).family
+        found = [f[family] for f in (floors_b, floors_h) if family in f]
         rows.append(
             Row(
                 name=name,
@@ -80,14 +106,17 @@ def diff(base: RunData, head: RunData) -> Diff:
                 head_median=stats.median(head_vals),
                 n_base=len(base_vals),
                 n_head=len(head_vals),
-                comparison=stats.compare(head_vals, base_vals, paired=False),
+                comparison=cmp,
+                classification=classify(
+                    cmp.ratio, cmp.ci_low, cmp.ci_high, noise_floor=max(found) if found else None
+                ),
             )
         )
     return Diff(base, head, rows, sorted(set(b) - set(h)), sorted(set(h) - set(b)))
 
 
 def _words(row: Row) -> str:
-    v = row.comparison.verdict
+    v = row.verdict
     if v == "same" or row.unit == "second":
         return v
     return "smaller" if v == "faster" else "larger"
@@ -100,7 +129,7 @@ def _verdict_td(row: Row) -> Html:
     word = _words(row)
     cls = {"faster": "faster", "smaller": "faster", "slower": "slower", "larger": "slower"}
     sym = "▼ " if cls.get(word) == "faster" else "▲ " if cls.get(word) == "slower" else ""
-    return td(sym + word, class_=cls.get(word))
+    return td(sym + word, class_=cls.get(word), title=row.classification.reason)
 
 
 def _rows_table(rows: list[Row]) -> Html:
@@ -157,7 +186,8 @@ def render_compare_html(d: Diff) -> str:
         tag(
             "p",
             f"{len(d.rows)} benchmarks in both runs: {len(faster)} faster, {len(slower)} slower, "
-            f"{len(same)} without a significant change (p < 0.05 and CI excluding 1). "
+            f"{len(same)} without a change beyond noise (CI excluding 1 and beyond the A/A "
+            "noise floor and 2%). "
             f"{len(d.only_base)} only in base, {len(d.only_head)} only in head.",
         ),
         tag("p", CAVEAT, class_="banner"),

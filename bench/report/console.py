@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.report.load import RunData, SuiteData, load_run
 from bench.report.text import fmt_value
-from bench.stats.derive import Summary
+from bench.stats.derive import Summary, noise_floors
 
 
 def ratio_text(s: Summary) -> str:
@@ -23,6 +23,10 @@ def summary_lines(rows: list[Summary], baseline: str) -> list[str]:
         mark = "*" if s.verdict in ("faster", "slower") else " "
         noisy = "~" if s.noisy else " "
         word = s.verdict or ("baseline" if s.strategy == baseline else "")
+        if s.twin:
+            word = "A/A twin"
+        elif s.verdict == "same" and s.reason.startswith("significant but"):
+            word = "same†"
         lines.append(
             f"{s.name:<52} {fmt_value(s.median, s.unit):>12} {fmt_value(s.q3 - s.q1, s.unit):>10}"
             f"{noisy} {ratio_text(s):<24} {mark}{word}"
@@ -31,9 +35,19 @@ def summary_lines(rows: list[Summary], baseline: str) -> list[str]:
 
 
 def suite_lines(data: SuiteData, baseline: str) -> list[str]:
-    lines = [f"\n== {data.name} (ratios vs {baseline}; * = significant, ~ = noisy)"]
+    lines = [
+        f"\n== {data.name} (ratios vs {baseline}; * = significant and beyond the A/A noise "
+        "floor, † = significant but within it, ~ = noisy)"
+    ]
     rows = data.summaries if data.spec is None else data.spec.terminal_rows(data.summaries)
     lines += summary_lines(rows, baseline)
+    floors = noise_floors(data.summaries)
+    if floors:
+        ordered = sorted(floors.values())
+        lines.append(
+            f"   A/A noise floor ({baseline}'s twin vs {baseline}) over {len(ordered)} "
+            f"families: median {ordered[len(ordered) // 2]:.1%}, largest {ordered[-1]:.1%}"
+        )
     if data.spec is not None:
         lines += data.spec.terminal_extra(data)
     for strategy, err in data.failures.items():

@@ -21,9 +21,10 @@ class Cell:
     ratio: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
-    significant: bool | None = None  # None: no test for this metric
+    significant: bool | None = None  # a finding under classify(); None: no test here
     noisy: bool = False
     baseline: bool = False
+    reason: str = ""  # classify()'s reason, shown on hover / as a footnote
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ def _from_summary(s: Summary, baseline: str) -> Cell:
         significant=None if s.verdict is None else s.verdict in ("faster", "slower"),
         noisy=s.noisy,
         baseline=s.strategy == baseline,
+        reason=s.reason,
     )
 
 

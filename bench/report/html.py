@@ -21,14 +21,20 @@ from bench.report.verdict import Entry, Family, Verdict, axis_values, describe_f
 from bench.stats.derive import Summary
 
 
-def verdict_cell(verdict: str | None, is_baseline: bool) -> Html:
+def verdict_cell(
+    verdict: str | None, is_baseline: bool, reason: str = "", twin: bool = False
+) -> Html:
+    """faster / slower only where classify() found a difference; the reason on hover."""
+    title = reason or None
     if is_baseline:
         return td("baseline", class_="muted")
+    if twin:
+        return td("A/A twin (noise floor)", class_="twin", title=title)
     if verdict == "faster":
-        return td("▼ faster", class_="faster")
+        return td("▼ faster", class_="faster", title=title)
     if verdict == "slower":
-        return td("▲ slower", class_="slower")
-    return td(verdict or "")
+        return td("▲ slower", class_="slower", title=title)
+    return td(verdict or "", title=title)
 
 
 def figure(plot: Plot) -> Html:
@@ -147,7 +153,10 @@ def headline_table(metrics: list[Metric], run: RunData) -> Html:
     strategies = [s for s in run.strategy_names() if any(s in m.cells for m in metrics)]
     rows = []
     for s in strategies:
-        row: list[object] = [td(tag("code", s))]
+        twin = run.is_twin(s)
+        row: list[object] = [
+            td(tag("code", s), " (A/A twin)" if twin else "", class_="twin" if twin else None)
+        ]
         for m in metrics:
             cell = m.cells.get(s)
             if cell is None:
@@ -164,7 +173,7 @@ def headline_table(metrics: list[Metric], run: RunData) -> Html:
                     + (" slower" if cell.significant and cell.ratio > 1 else "")
                 )
                 parts = [fmt_ratio(cell.ratio), void("br"), small(ci), void("br"), small(word)]
-                row.append(td(*parts, class_=cls))
+                row.append(td(*parts, class_=cls, title=cell.reason or None))
         rows.append(row)
     notes = tag("ul", *(tag("li", tag("b", m.title), ": ", m.note) for m in metrics))
     return join(
@@ -172,8 +181,11 @@ def headline_table(metrics: list[Metric], run: RunData) -> Html:
             tag(
                 "p",
                 f"Ratios against {run.baseline} with 95% CI (lower is better). "
-                "Coloured and worded where significant (p < 0.05 and CI excluding 1); "
-                "~ marks a noisy measurement (IQR over 10% of the median).",
+                "Coloured and worded faster / slower only where the difference is significant "
+                "(the CI, from a bootstrap over worker processes and then rounds, excludes 1) "
+                "and relevant (larger than that benchmark family's noise floor: how far the "
+                "A/A twin, a verbatim copy of the baseline, strays, and at least 2%); hover a "
+                "cell for the reason. ~ marks a noisy measurement (IQR over 10% of the median).",
                 class_="note",
             ),
             table(["strategy", *(m.title for m in metrics)], rows),
@@ -248,14 +260,18 @@ def verdict_section(verdict: Verdict, metrics: list[Metric], run: RunData) -> Ht
 def summary_table(rows: list[Summary], baseline: str) -> Html:
     body: list[Sequence[object]] = [
         (
-            s.condition,
-            td(tag("code", s.strategy)),
+            td(s.condition, class_="twin" if s.twin else None),
+            td(
+                tag("code", s.strategy),
+                " (A/A twin)" if s.twin else "",
+                class_="twin" if s.twin else None,
+            ),
             num(s.n),
             num(fmt(s.median, s.unit)),
             num(fmt_ci(s.ci_low, s.ci_high, s.unit) if s.n > 1 else ""),
             num("" if s.ratio is None else fmt_ratio(s.ratio, s.ratio_low, s.ratio_high)),
             num(fmt_p(s.p_value)),
-            verdict_cell(s.verdict, s.strategy == baseline),
+            verdict_cell(s.verdict, s.strategy == baseline, s.reason, s.twin),
             "noisy" if s.noisy else "",
         )
         for s in rows
@@ -275,7 +291,8 @@ def summary_table(rows: list[Summary], baseline: str) -> Html:
 
 
 def _order(rows: list[Summary], baseline: str) -> list[Summary]:
-    return sorted(rows, key=lambda s: (s.condition, s.strategy != baseline, s.strategy))
+    """Per condition: the baseline, its A/A twins (the noise floor), then the others."""
+    return sorted(rows, key=lambda s: (s.condition, s.strategy != baseline, not s.twin, s.strategy))
 
 
 def summary_tables(

@@ -20,7 +20,7 @@ from typing import Any
 
 from bench import suites
 from bench.errors import DataError
-from bench.names import BenchName
+from bench.names import BenchName, twin_of
 from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of
 from bench.runformat import MANIFEST, SuiteExtras, check_schema, read_extra_file
 from bench.selfcheck import SELFCHECK_FILE, SelfCheck
@@ -77,7 +77,8 @@ class SuiteData:
 
     @functools.cached_property
     def summaries(self) -> list[Summary]:
-        return summarize(self.values, self.units, baseline=self.baseline)
+        paired = True if self.spec is None else self.spec.paired
+        return summarize(self.runs, self.units, baseline=self.baseline, paired=paired)
 
     def by_name(self) -> dict[str, Summary]:
         return {s.name: s for s in self.summaries}
@@ -142,12 +143,18 @@ class RunData:
         """A strategy that holds no state (control) measures the harness, not a candidate."""
         return self.strategies.get(strategy, {}).get("holds_state") is False
 
+    def is_twin(self, strategy: str) -> bool:
+        """An A/A twin of the baseline (<baseline>.aa): its row is the noise floor, never a
+        candidate."""
+        return twin_of(strategy) is not None
+
     def strategy_names(self) -> list[str]:
-        """Every strategy in the manifest or the results, baseline first, then by name."""
+        """Every strategy in the manifest or the results: baseline first, its A/A twins next,
+        then by name."""
         names = set(self.strategies)
         for suite in self.suites.values():
             names.update(BenchName.parse(n).strategy for n in suite.runs)
-        return sorted(names, key=lambda n: (n != self.baseline, n))
+        return sorted(names, key=lambda n: (n != self.baseline, not self.is_twin(n), n))
 
     def suite(self, name: str) -> SuiteData | None:
         s = self.suites.get(name)

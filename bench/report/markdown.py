@@ -60,6 +60,8 @@ def headline_cell(metric: Metric, strategy: str) -> str:
         text += f" **{esc_md(word)}**"
     elif word:
         text += " same"
+        if cell.reason.startswith("significant but"):
+            text += " †"  # significant, but within the family's noise floor
     if cell.noisy:
         text += " (noisy)"
     return text
@@ -68,7 +70,13 @@ def headline_cell(metric: Metric, strategy: str) -> str:
 def headline_md(metrics: list[Metric], run: RunData) -> str:
     strategies = [s for s in run.strategy_names() if any(s in m.cells for m in metrics)]
     head = ["strategy", *(esc_md(m.title) for m in metrics)]
-    rows = [[md_code(s), *(headline_cell(m, s) for m in metrics)] for s in strategies]
+    rows = [
+        [
+            md_code(s) + (" *(A/A twin)*" if run.is_twin(s) else ""),
+            *(headline_cell(m, s) for m in metrics),
+        ]
+        for s in strategies
+    ]
     return md_table(head, rows)
 
 
@@ -82,12 +90,21 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
     if metrics:
         out += [
             f"Ratio against {md_code(run.baseline)} with 95% CI (lower is better); "
-            "**bold** = significant (p < 0.05, CI excludes 1). Baseline row: absolute values. "
-            "Bytes, tracked objects and GC pause per 1k steps are single aggregates: ratio only, no test.",
+            "**bold** = a finding: significant (the CI, bootstrapped over worker processes "
+            "then rounds, excludes 1) and beyond the noise floor (how far the A/A twin, a "
+            "verbatim copy of the baseline, strays on that benchmark, and at least 2%). "
+            "Baseline row: absolute values. Bytes, tracked objects and GC pause per 1k steps "
+            "are single aggregates: ratio only, no test.",
             "",
             headline_md(metrics, run),
             "",
         ]
+        if any(c.reason.startswith("significant but") for m in metrics for c in m.cells.values()):
+            out += [
+                "† significant, but within the noise floor of its family (the A/A twin's "
+                "deviation there, or 2%): reported as same.",
+                "",
+            ]
     else:
         out += ["No results in this run.", ""]
     out += scenario_markdown(run, scenario_cases(run))

@@ -41,6 +41,8 @@ tr:nth-child(even) td { background:#fafbfc; }
 td.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 .faster { color:var(--faster); font-weight:600; }
 .slower { color:var(--slower); font-weight:600; }
+td.twin { font-style:italic; background:#eef1f6 !important; color:var(--muted); }
+td[title] { cursor:help; }
 .badge { display:inline-block; padding:1px 8px; border-radius:10px; background:var(--alt);
   border:1px solid var(--line); font-size:12px; }
 .badge.bad { background:var(--bad); } .badge.warn { background:var(--warn); }
@@ -93,8 +95,8 @@ def void(name: str, **attrs: object) -> Html:
     return Html(f"<{name}{_attrs(attrs)}>")
 
 
-def td(*children: object, class_: str | None = None) -> Td:
-    return Td(tag("td", *children, class_=class_))
+def td(*children: object, class_: str | None = None, title: str | None = None) -> Td:
+    return Td(tag("td", *children, class_=class_, title=title))
 
 
 def num(value: object) -> Td:

@@ -228,7 +228,11 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
             f", with {pr.lookups:,.1f} state lookups and {pr.created or 0:,.2f} states created per iteration"
         )
     parts[-1] += "."
-    candidates = [c for c in case.costs if c.net is not None and not run.is_reference(c.strategy)]
+    candidates = [
+        c
+        for c in case.costs
+        if c.net is not None and not run.is_reference(c.strategy) and not run.is_twin(c.strategy)
+    ]
     best = min(candidates, key=lambda c: c.net.median if c.net else 0.0)
     review = case.cost(*REVIEW)
     for label, alt in (("The review's suggestion", review), ("The cheapest design measured", best)):
@@ -297,7 +301,11 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
                 if diff is not None and diff.significant and diff.median > 0:
                     sig_at.append(value)
             candidates = [
-                x for x in c.costs if x.net is not None and not run.is_reference(x.strategy)
+                x
+                for x in c.costs
+                if x.net is not None
+                and not run.is_reference(x.strategy)
+                and not run.is_twin(x.strategy)
             ]
             if candidates:
                 lead = min(candidates, key=lambda x: x.net.median if x.net else 0.0)
@@ -371,7 +379,15 @@ def _cost_table(run: RunData, case: Case) -> Html:
             share += f" [{pct(c.share(c.net.ci_low))}, {pct(c.share(c.net.ci_high))}]"
         rows.append(
             (
-                td(tag("code", c.strategy), " (reference)" if run.is_reference(c.strategy) else ""),
+                td(
+                    tag("code", c.strategy),
+                    " (reference)"
+                    if run.is_reference(c.strategy)
+                    else " (A/A twin)"
+                    if run.is_twin(c.strategy)
+                    else "",
+                    class_="twin" if run.is_twin(c.strategy) else None,
+                ),
                 c.pattern,
                 num(fmt(c.median_s)),
                 num(

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bench import suites
+from bench.names import twin_of
 from bench.report.load import RunData
 from bench.report.text import fmt
 from bench.stats.derive import Summary
@@ -144,6 +145,11 @@ def make_family(
     has_test: bool = True,
     featured: bool = False,
 ) -> Family:
+    # A/A twins are the noise floor, not candidates: never ranked, never "best".
+    rankings = [
+        Ranking(r.condition, [e for e in r.entries if twin_of(e.strategy) is None])
+        for r in rankings
+    ]
     rankings = [r for r in rankings if r.entries]
     changes = [compare_rankings(a, b) for a, b in itertools.pairwise(rankings)]
     return Family(key, title, axis, has_test, featured, rankings, changes)
@@ -259,11 +265,11 @@ def describe_family(family: Family, baseline: str) -> list[str]:
             faster, slower = r.with_verdict("faster"), r.with_verdict("slower")
             sig = []
             if faster:
-                sig.append(f"significantly faster than {baseline}: {', '.join(faster)}")
+                sig.append(f"faster than {baseline} beyond noise: {', '.join(faster)}")
             if slower:
-                sig.append(f"significantly slower: {', '.join(slower)}")
+                sig.append(f"slower beyond noise: {', '.join(slower)}")
             sentence += "; " + (
-                "; ".join(sig) if sig else f"no significant difference vs {baseline}"
+                "; ".join(sig) if sig else f"no difference vs {baseline} beyond noise"
             )
         lines.append(sentence + ".")
     if len(family.rankings) == 1 and family.axis:

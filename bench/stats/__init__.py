@@ -3,6 +3,7 @@
 robust.py   medians, quantiles, IQR, bootstrap CIs, Mann-Whitney U, Wilcoxon, fits (primitives)
 derive.py   summaries and ratios against the baseline, step percentiles, GC rates, parameter
             ratios, scaling fits: computed when a run folder is read, never stored
+classify.py the one rule for "faster" / "slower": significant and beyond the A/A noise floor
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from bench.stats.robust import (
     bootstrap_median_ci,
     bootstrap_ratio_ci,
     compare,
+    hierarchical_compare,
+    hierarchical_median_ci,
     iqr,
     is_noisy,
     linear_fit,
@@ -34,6 +37,8 @@ __all__ = [
     "bootstrap_median_ci",
     "bootstrap_ratio_ci",
     "compare",
+    "hierarchical_compare",
+    "hierarchical_median_ci",
     "iqr",
     "is_noisy",
     "linear_fit",

@@ -8,9 +8,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.names import BenchName
+from bench.names import BenchName, twin_of
 from bench.runformat import GcCounts, StepSeries
 from bench.stats import robust
+from bench.stats.classify import classify, legacy_classify
 
 # A step slower than this multiple of the median step counts as a spike.
 SPIKE_FACTOR = 3.0
@@ -36,7 +37,11 @@ class Summary:
     ratio_low: float | None = None
     ratio_high: float | None = None
     p_value: float | None = None
-    verdict: str | None = None  # faster / slower / same, vs the baseline strategy
+    verdict: str | None = None  # faster / slower / same, vs the baseline (classify: one rule)
+    reason: str = ""  # why that verdict (classify)
+    noise_floor: float | None = None  # the family's A/A deviation the verdict was held to
+    legacy_verdict: str | None = None  # the rule before twins (for the A/A self-test)
+    processes: int = 1  # worker processes the values came from
 
     @property
     def name(self) -> str:
@@ -54,27 +59,69 @@ class Summary:
     def condition(self) -> str:
         return self.bench.condition
 
+    @property
+    def twin(self) -> bool:
+        """An A/A twin of the baseline: shown in its own row, never ranked."""
+        return twin_of(self.strategy) is not None
+
+
+def _groups(runs: Sequence[Sequence[float]]) -> list[list[float]]:
+    return [list(r) for r in runs if len(r)]
+
 
 def summarize(
-    values: Mapping[str, Sequence[float]],
+    runs: Mapping[str, Sequence[Sequence[float]]],
     units: Mapping[str, str],
     *,
     baseline: str,
     paired: bool = True,
 ) -> list[Summary]:
-    """paired: values were taken in interleaved rounds, value i of every benchmark in the same
-    round (the runner's layout); comparisons then pair them (see robust.compare)."""
+    """Per benchmark, from its values per worker process. paired: the suite measured every
+    strategy in the same processes, value i of each in the same round (its comparisons then
+    pair them). CIs and ratios come from a hierarchical bootstrap (robust.hierarchical_compare);
+    verdicts from classify(), held to the noise floor of the baseline's A/A twins."""
+    compared: dict[str, robust.Comparison] = {}
+    legacy: dict[str, str] = {}
+    for text in runs:
+        bench = BenchName.parse(text)
+        mine, base = _groups(runs[text]), _groups(runs.get(str(bench.with_strategy(baseline)), []))
+        flat = [v for g in mine for v in g]
+        flat_base = [v for g in base for v in g]
+        if bench.strategy == baseline or len(flat) < 2 or len(flat_base) < 2:
+            continue
+        compared[text] = robust.hierarchical_compare(mine, base, paired=paired)
+        old = robust.compare(flat, flat_base, paired=paired)
+        legacy[text] = legacy_classify(old.ratio, old.ci_low, old.ci_high, old.p_value)
+    # The noise floor of a family: how far each A/A twin of the baseline strays on it.
+    deviation: dict[tuple[object, str], float] = {}  # (family, twin) -> |ratio - 1|
+    for text, twin_cmp in compared.items():
+        bench = BenchName.parse(text)
+        if twin_of(bench.strategy) == baseline:
+            deviation[(bench.family, bench.strategy)] = abs(twin_cmp.ratio - 1.0)
     out = []
-    for text in sorted(values):
-        vals = list(values[text])
+    for text in sorted(runs):
+        groups = _groups(runs[text])
+        vals = [v for g in groups for v in g]
         if not vals:
             continue
         bench = BenchName.parse(text)
-        lo, hi = robust.bootstrap_median_ci(vals) if len(vals) > 1 else (vals[0], vals[0])
-        cmp = None
-        base = values.get(str(bench.with_strategy(baseline)))
-        if bench.strategy != baseline and base is not None and len(vals) > 1 and len(base) > 1:
-            cmp = robust.compare(vals, list(base), paired=paired)
+        if len(vals) > 1:
+            lo, hi = robust.hierarchical_median_ci(groups)
+        else:
+            lo, hi = vals[0], vals[0]
+        cmp = compared.get(text)
+        floors = [
+            d for (fam, t), d in deviation.items() if fam == bench.family and t != bench.strategy
+        ]
+        floor = max(floors) if floors else None
+        verdict: str | None = None
+        reason = ""
+        if cmp is not None:
+            if twin_of(bench.strategy) == baseline and floor is None:
+                verdict, reason = "same", "the A/A twin: its deviation is this family's noise floor"
+            else:
+                c = classify(cmp.ratio, cmp.ci_low, cmp.ci_high, noise_floor=floor)
+                verdict, reason = c.verdict, c.reason
         out.append(
             Summary(
                 bench=bench,
@@ -90,9 +137,23 @@ def summarize(
                 ratio_low=None if cmp is None else cmp.ci_low,
                 ratio_high=None if cmp is None else cmp.ci_high,
                 p_value=None if cmp is None else cmp.p_value,
-                verdict=None if cmp is None else cmp.verdict,
+                verdict=verdict,
+                reason=reason,
+                noise_floor=floor,
+                legacy_verdict=legacy.get(text),
+                processes=len(groups),
             )
         )
+    return out
+
+
+def noise_floors(summaries: Sequence[Summary]) -> dict[object, float]:
+    """Per family (BenchName.family: the benchmark without its strategy): the largest A/A twin
+    deviation."""
+    out: dict[object, float] = {}
+    for s in summaries:
+        if s.twin and s.ratio is not None:
+            out[s.bench.family] = max(out.get(s.bench.family, 0.0), abs(s.ratio - 1.0))
     return out
 
 

@@ -12,6 +12,7 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # A result whose IQR exceeds this share of its median is flagged noisy (DESIGN.md).
 NOISY_IQR_FRACTION = 0.10
@@ -217,4 +218,81 @@ def quantile_ratio_ci(
     ratios = qa / np.where(qb > 0, qb, np.nan)
     tail = (1 - level) / 2
     lo, hi = np.nanquantile(ratios, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def _hierarchical_medians(groups: Sequence[Sequence[float]], rng: Any, resamples: int) -> Any:
+    """Medians of `resamples` two-level bootstrap samples: draw groups (worker processes) with
+    replacement, then values (rounds) with replacement within each drawn group, pool, take the
+    median. Values of one process share its memory layout and hash seed, so the process, not
+    the value, is the unit that is replicated."""
+    import numpy as np
+
+    arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    n_groups = len(arrays)
+    pick = rng.integers(0, n_groups, (resamples, n_groups))
+    if len({a.size for a in arrays}) == 1:  # the usual case: one array op for all resamples
+        table = np.stack(arrays)
+        size = table.shape[1]
+        rows = rng.integers(0, size, (resamples, n_groups, size))
+        drawn = table[pick[:, :, None], rows].reshape(resamples, n_groups * size)
+        return np.median(drawn, axis=1)
+    out = np.empty(resamples)
+    for b in range(resamples):
+        parts = [arrays[g][rng.integers(0, arrays[g].size, arrays[g].size)] for g in pick[b]]
+        out[b] = np.median(np.concatenate(parts))
+    return out
+
+
+def hierarchical_compare(
+    values: Sequence[Sequence[float]],
+    baseline: Sequence[Sequence[float]],
+    *,
+    paired: bool,
+    seed: int = 0,
+    alpha: float = ALPHA,
+) -> Comparison:
+    """values / baseline, with a hierarchical bootstrap CI (processes, then rounds within them)
+    and a test on the same units (the bootstrap's two-sided p for a ratio of 1).
+
+    `values` and `baseline` are per worker process lists. paired=True when both were measured
+    in the same processes, value i of each in the same round (the suite interleaves them): the
+    ratio is the median of per-round ratios, resampled by process then round. Unpaired: each
+    side is resampled on its own and the ratio is of the medians."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    same_shape = len(values) == len(baseline) and all(
+        len(v) == len(b) for v, b in zip(values, baseline, strict=True)
+    )
+    if paired and same_shape:
+        ratios = [
+            [v / b for v, b in zip(vs, bs, strict=True)]
+            for vs, bs in zip(values, baseline, strict=True)
+        ]
+        point = median([r for group in ratios for r in group])
+        dist = _hierarchical_medians(ratios, rng, BOOTSTRAP_RESAMPLES)
+    else:
+        point = median([v for g in values for v in g]) / median([b for g in baseline for b in g])
+        num = _hierarchical_medians(values, rng, BOOTSTRAP_RESAMPLES)
+        den = _hierarchical_medians(baseline, rng, BOOTSTRAP_RESAMPLES)
+        dist = num / np.where(den > 0, den, np.nan)
+    tail = alpha / 2
+    lo, hi = (float(x) for x in np.nanquantile(dist, [tail, 1 - tail]))
+    below = float(np.mean(dist <= 1.0))
+    p = min(1.0, 2 * min(below, 1.0 - float(np.mean(dist < 1.0))))
+    return Comparison(
+        ratio=point, ci_low=lo, ci_high=hi, p_value=p, significant=not lo <= 1.0 <= hi
+    )
+
+
+def hierarchical_median_ci(
+    groups: Sequence[Sequence[float]], *, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """CI of the median of values grouped by worker process (processes, then values)."""
+    import numpy as np
+
+    dist = _hierarchical_medians(groups, np.random.default_rng(seed), BOOTSTRAP_RESAMPLES)
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(dist, [tail, 1 - tail])
     return float(lo), float(hi)

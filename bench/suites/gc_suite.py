@@ -39,6 +39,7 @@ NAME = "gc"
 TITLE = "Garbage collection and memory"
 NOTE = "Step time with a large background heap, collector enabled vs frozen; memory per request."
 ORDER = 30
+PAIRED = False  # one worker process per strategy: values of two strategies share no round
 
 GC_PATTERN = "per_field"  # the PR's access pattern; GC pressure does not depend on it
 # Full collections timed per process, case and mode: 3 give a median robust to one outlier
@@ -186,9 +187,15 @@ def run(ctx: WorkerContext) -> SuiteOutput:
 
 def plan(config: RunConfig) -> list[Job]:
     """One process per strategy per repetition, strategies in a seeded shuffled order."""
-    from strategies import load_external, resolve
+    from strategies import load_external, resolve_run
 
-    chosen = resolve(config.strategies, external=config.external)
+    chosen = resolve_run(
+        config.strategies,
+        external=config.external,
+        baseline=config.baseline,
+        twins=config.aa_twins,
+    )
+    twin_of = {s.name: s.twin_of for s in chosen}
     external_of = {load_external(spec).name: spec for spec in config.external}
     rng = random.Random(config.seed)
     jobs = []
@@ -196,8 +203,10 @@ def plan(config: RunConfig) -> list[Job]:
         order = [s.name for s in chosen]
         rng.shuffle(order)
         for name in order:
-            ext = (external_of[name],) if name in external_of else ()
-            jobs.append(Job(w, replace(config, strategies=(name,), external=ext)))
+            source = twin_of[name] or name  # a twin's job loads its original's module too
+            ext = (external_of[source],) if source in external_of else ()
+            one = replace(config, strategies=(name,), external=ext, aa_twins=0)
+            jobs.append(Job(w, one))
     return jobs
 
 

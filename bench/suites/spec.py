@@ -8,7 +8,7 @@ piece when one is absent.
     run(ctx) -> SuiteOutput       required: what one worker process measures
     plan(config) -> [Job]         optional: worker processes (default: config.workers, each
                                   measuring every strategy interleaved)
-    PUBLIC, TABLE_SPLIT, FIGURES, FAMILIES, and the read-side hooks terminal_rows,
+    PUBLIC, PAIRED, TABLE_SPLIT, FIGURES, FAMILIES, and the read-side hooks terminal_rows,
     terminal_extra, report_extra, headline, extra_families: optional (see SuiteSpec)
 
 The runner, the worker, the terminal table, the loader and the report iterate specs; nothing
@@ -104,6 +104,7 @@ HOOKS = (
 REQUIRED = {"NAME": "name", "TITLE": "title", "NOTE": "note", "ORDER": "order"}
 OPTIONAL = {
     "PUBLIC": "public",
+    "PAIRED": "paired",
     "TABLE_SPLIT": "table_split",
     "FIGURES": "figures",
     "FAMILIES": "families",
@@ -123,6 +124,9 @@ class SuiteSpec:
     run: Callable[[WorkerContext], SuiteOutput]
     plan: Callable[[RunConfig], list[Job]] = _default_plan  # config.workers, all strategies
     public: bool = True  # selectable with --suite (the gate's worker suite is not)
+    # every strategy measured in the same worker processes, value i of each in the same round
+    # (comparisons pair them); False when each strategy has processes of its own (gc)
+    paired: bool = True
     # a parameter (or several) giving one report table per value (per combination)
     table_split: str | tuple[str, ...] | None = None
     terminal_rows: Callable[[list[Summary]], list[Summary]] = _no_rows
