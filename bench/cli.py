@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from bench.config import RunConfig
 from bench.core import scenarios
@@ -245,10 +246,43 @@ def _check_strategies_and_device(config: RunConfig) -> None:
         raise UsageError(str(exc)) from None
 
 
+def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """A fresh run folder with its manifest, for a configuration already validated."""
+    from bench import runner
+    from bench.storage import check_free_space, new_run_dir
+
+    _check_strategies_and_device(config)
+    run_dir = new_run_dir(Path(args.output_dir))
+    check_free_space(run_dir)
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
+    manifest = runner.start_run(config, run_dir, command)
+    print(f"run folder: {run_dir}", file=sys.stderr)
+    return run_dir, manifest
+
+
+def _execute(run_dir: Path, manifest: dict[str, Any], config: RunConfig) -> dict[str, Any] | int:
+    """Run the suites and print the terminal table; the final manifest, or the exit status of
+    an interruption (finished suites kept, and how to finish)."""
+    from bench import runner
+    from bench.report.console import render_table
+
+    try:
+        manifest = runner.execute(run_dir, manifest, config)
+        print(render_table(run_dir))
+        return manifest
+    except runner.Interrupted as exc:
+        print(
+            f"interrupted ({exc}); finished suites kept in {run_dir}; "
+            f"finish with: python -m bench run --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 128 + exc.signum
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from bench import runner
     from bench.report.console import render_table
-    from bench.storage import check_free_space, new_run_dir, read_json
+    from bench.storage import check_free_space, read_json
 
     if args.resume:
         run_dir = Path(args.resume)
@@ -268,23 +302,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         _refuse_moved_options(args)
         config = _config_from_args(args)
-        _check_strategies_and_device(config)
-        out_base = Path(args.output_dir)
-        run_dir = new_run_dir(out_base)
-        check_free_space(run_dir)
-        command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
-        manifest = runner.start_run(config, run_dir, command)
-        print(f"run folder: {run_dir}", file=sys.stderr)
-    try:
-        manifest = runner.execute(run_dir, manifest, config)
-    except runner.Interrupted as exc:
-        print(
-            f"interrupted ({exc}); finished suites kept in {run_dir}; "
-            f"finish with: python -m bench run --resume {run_dir}",
-            file=sys.stderr,
-        )
-        return 128 + exc.signum
-    print(render_table(run_dir))
+        run_dir, manifest = _new_run(config, args)
+    finished = _execute(run_dir, manifest, config)
+    if isinstance(finished, int):
+        return finished
     _run_selfcheck(run_dir, config)
     if not args.no_report:
         from bench.report import write_report
@@ -300,7 +321,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         for path in paths:
             print(f"report: {path}")
-    return 0 if manifest["status"] == "complete" else EXIT_FAILED
+    return 0 if finished["status"] == "complete" else EXIT_FAILED
 
 
 def _cmd_selfcheck(args: argparse.Namespace) -> int:
@@ -348,10 +369,8 @@ def _run_selfcheck(run_dir: Path, config: RunConfig) -> None:
 
 
 def _cmd_selftest_aa(args: argparse.Namespace) -> int:
-    from bench import runner
-    from bench.report.console import render_table
     from bench.selftest_aa import SELFTEST_FILE, config_for, count_flags, lines
-    from bench.storage import check_free_space, new_run_dir, write_json
+    from bench.storage import write_json
     from strategies import load_external
 
     config = RunConfig().quick() if args.quick else RunConfig()
@@ -362,22 +381,14 @@ def _cmd_selftest_aa(args: argparse.Namespace) -> int:
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _check_strategies_and_device(config)
-    run_dir = new_run_dir(Path(args.output_dir))
-    check_free_space(run_dir)
-    command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
-    manifest = runner.start_run(config, run_dir, command)
-    print(f"run folder: {run_dir}", file=sys.stderr)
-    try:
-        manifest = runner.execute(run_dir, manifest, config)
-    except runner.Interrupted as exc:
-        print(f"interrupted ({exc}); partial results kept in {run_dir}", file=sys.stderr)
-        return 128 + exc.signum
-    print(render_table(run_dir))
+    run_dir, manifest = _new_run(config, args)
+    finished = _execute(run_dir, manifest, config)
+    if isinstance(finished, int):
+        return finished
     result = count_flags(run_dir, copy_names)
     write_json(run_dir / SELFTEST_FILE, result)
     print("\n".join(lines(result)))
-    return 0 if manifest["status"] == "complete" else EXIT_FAILED
+    return 0 if finished["status"] == "complete" else EXIT_FAILED
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -79,15 +79,7 @@ def twin(strategy: Strategy, name: str) -> Strategy:
     path = getattr(strategy.module, "__file__", None)
     if not path:
         raise StrategyError(f"{strategy.name}: no source file to make an A/A twin from")
-    mod_name = f"_reqstate_twin_{name.replace('.', '_')}"
-    module = sys.modules.get(mod_name)
-    if module is None:
-        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise StrategyError(f"{path}: cannot be imported again for an A/A twin")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[mod_name] = module
-        loader_spec.loader.exec_module(module)
+    module = _module_from_file(Path(path), f"_reqstate_twin_{name.replace('.', '_')}", name)
     copy = validate(module, external=strategy.external)
     return dataclasses.replace(
         copy,
@@ -224,6 +216,24 @@ def is_strategy_file(spec: str) -> bool:
     return spec.endswith(".py") or "/" in spec or "\\" in spec
 
 
+def _module_from_file(path: Path, mod_name: str, label: str) -> ModuleType:
+    """Execute a .py file as module `mod_name` (once per process); StrategyError naming `label`."""
+    module = sys.modules.get(mod_name)
+    if module is not None:
+        return module
+    loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise StrategyError(f"{label}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[mod_name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_name]
+        raise StrategyError(f"{label}: import failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
 def load_external(spec: str) -> Strategy:
     """Load a user's strategy from a dotted module path or a path to a .py file."""
     if is_strategy_file(spec):
@@ -231,19 +241,7 @@ def load_external(spec: str) -> Strategy:
         if not path.is_file():
             raise StrategyError(f"{spec}: no such strategy file")
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-        mod_name = f"_reqstate_external_{path.stem}_{digest}"
-        module = sys.modules.get(mod_name)
-        if module is None:
-            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-            if loader_spec is None or loader_spec.loader is None:
-                raise StrategyError(f"{spec}: cannot be imported as a Python module")
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[mod_name] = module
-            try:
-                loader_spec.loader.exec_module(module)
-            except Exception as exc:
-                del sys.modules[mod_name]
-                raise StrategyError(f"{spec}: import failed: {type(exc).__name__}: {exc}") from exc
+        module = _module_from_file(path, f"_reqstate_external_{path.stem}_{digest}", spec)
     else:
         try:
             module = importlib.import_module(spec)

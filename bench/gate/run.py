@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,35 +31,23 @@ from bench.storage import ROOT, write_atomic, write_json
 MODES = ("wall", "instructions")
 
 
-def run_gate(
-    cfg: GateConfig,
-    *,
-    mode: str,
-    base_ref: str | None,
-    baseline_file: Path | None,
-    json_out: Path | None,
-    markdown_out: Path | None,
-    root: Path = ROOT,
-) -> int:
-    """The gate; on a usage or data error (exit 2) gate.md and the CI step summary still say so
-    in their first line, so a PR reader never sees a stale or empty verdict."""
-    try:
-        return _run_gate(
-            cfg,
-            mode=mode,
-            base_ref=base_ref,
-            baseline_file=baseline_file,
-            json_out=json_out,
-            markdown_out=markdown_out,
-            root=root,
-        )
-    except (UsageError, DataError) as exc:
-        text = error_markdown(one_line(str(exc)), mode)
-        if markdown_out is not None:
-            with contextlib.suppress(OSError):
-                write_atomic(markdown_out, text)
-        _append_step_summary(text)
-        raise
+def _errors_in_markdown(gate: Callable[..., int]) -> Callable[..., int]:
+    """On a usage or data error (exit 2), gate.md and the CI step summary still say so in their
+    first line, so a PR reader never sees a stale or empty verdict."""
+
+    @functools.wraps(gate)
+    def wrapper(cfg: GateConfig, *, mode: str, markdown_out: Path | None, **kw: Any) -> int:
+        try:
+            return gate(cfg, mode=mode, markdown_out=markdown_out, **kw)
+        except (UsageError, DataError) as exc:
+            text = error_markdown(one_line(str(exc)), mode)
+            if markdown_out is not None:
+                with contextlib.suppress(OSError):
+                    write_atomic(markdown_out, text)
+            _append_step_summary(text)
+            raise
+
+    return wrapper
 
 
 def _append_step_summary(markdown: str) -> None:
@@ -67,7 +57,8 @@ def _append_step_summary(markdown: str) -> None:
             f.write(markdown)
 
 
-def _run_gate(
+@_errors_in_markdown
+def run_gate(
     cfg: GateConfig,
     *,
     mode: str,
@@ -75,7 +66,7 @@ def _run_gate(
     baseline_file: Path | None,
     json_out: Path | None,
     markdown_out: Path | None,
-    root: Path,
+    root: Path = ROOT,
 ) -> int:
     if mode not in MODES:
         raise UsageError(f"unknown gate mode {mode!r}; choose wall or instructions")
