@@ -121,3 +121,23 @@ def test_no_aa_and_twin_count_are_configuration() -> None:
     assert not any(s.twin_of for s in chosen)
     with pytest.raises(ValueError, match="aa_twins must be 0 to 3"):
         RunConfig(aa_twins=5).validate()
+
+
+def test_a_noise_family_can_pool_cases() -> None:
+    # gc: one process per strategy, so the GC mode is the family: the floor is the largest
+    # twin deviation over its scenarios, whichever scenario a benchmark belongs to.
+    name = "gc/{}/scenario={}/gc=enabled"
+    runs = {}
+    for scenario, twin_at, copy_at in (("a", 1.20, 1.15), ("b", 1.01, 1.15)):
+        runs[name.format("pr652", scenario)] = _runs(1.0)
+        runs[name.format("pr652.aa", scenario)] = _runs(twin_at)
+        runs[name.format("copy", scenario)] = _runs(copy_at)
+    units = dict.fromkeys(runs, "second")
+    pooled = {
+        s.name: s for s in summarize(runs, units, baseline="pr652", noise_keys={"gc": ("gc",)})
+    }
+    per_case = {s.name: s for s in summarize(runs, units, baseline="pr652")}
+    b = name.format("copy", "b")
+    assert pooled[b].noise_floor == pytest.approx(0.20, abs=0.01)
+    assert pooled[b].verdict == "same"
+    assert per_case[b].verdict == "slower"  # held to scenario b's 1% alone it would be flagged

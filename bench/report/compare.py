@@ -18,7 +18,7 @@ from bench.report.markdown import md_table
 from bench.report.markup import Html, join, num, page, pre, section, table, tag, td
 from bench.report.text import esc_md, fmt, fmt_p, fmt_ratio, md_code, md_code_block
 from bench.stats.classify import Classification, classify
-from bench.stats.derive import noise_floors
+from bench.stats.derive import noise_family
 
 # Measured before the rule (values treated as independent, no noise floor): two default runs
 # of near-identical code flagged 26 of 248 rows (10%).
@@ -81,7 +81,7 @@ def _floors(run: RunData) -> dict[object, float]:
     out: dict[object, float] = {}
     for data in run.suites.values():
         if data.has_data:
-            out.update(noise_floors(data.summaries))
+            out.update(data.noise_floors)
     return out
 
 
@@ -95,7 +95,8 @@ def diff(base: RunData, head: RunData) -> Diff:
         base_vals = [v for g in base_runs for v in g]
         head_vals = [v for g in head_runs for v in g]
         cmp = stats.hierarchical_compare(head_runs, base_runs, paired=False)
-        family = BenchName.parse(name).family
+        spec = (head.suite(suite) or base.suite(suite)).spec  # type: ignore[union-attr]
+        family = noise_family(BenchName.parse(name), None if spec is None else spec.noise_keys)
         found = [f[family] for f in (floors_b, floors_h) if family in f]
         rows.append(
             Row(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.report.load import RunData, SuiteData, load_run
 from bench.report.text import fmt_value
-from bench.stats.derive import Summary, noise_floors
+from bench.stats.derive import Summary
 
 
 def ratio_text(s: Summary) -> str:
@@ -41,7 +41,7 @@ def suite_lines(data: SuiteData, baseline: str) -> list[str]:
     ]
     rows = data.summaries if data.spec is None else data.spec.terminal_rows(data.summaries)
     lines += summary_lines(rows, baseline)
-    floors = noise_floors(data.summaries)
+    floors = data.noise_floors
     if floors:
         ordered = sorted(floors.values())
         lines.append(

@@ -29,6 +29,7 @@ from bench.stats.derive import (
     StepPercentiles,
     Summary,
     gc_rates,
+    noise_floors,
     step_percentiles,
     summarize,
 )
@@ -77,8 +78,20 @@ class SuiteData:
 
     @functools.cached_property
     def summaries(self) -> list[Summary]:
-        paired = True if self.spec is None else self.spec.paired
-        return summarize(self.runs, self.units, baseline=self.baseline, paired=paired)
+        spec = self.spec
+        return summarize(
+            self.runs,
+            self.units,
+            baseline=self.baseline,
+            paired=True if spec is None else spec.paired,
+            noise_keys=None if spec is None else spec.noise_keys,
+        )
+
+    @property
+    def noise_floors(self) -> dict[object, float]:
+        """Per noise family: the A/A twin's deviation (derive.noise_floors)."""
+        keys = None if self.spec is None else self.spec.noise_keys
+        return noise_floors(self.summaries, keys)
 
     def by_name(self) -> dict[str, Summary]:
         return {s.name: s for s in self.summaries}

@@ -6,7 +6,8 @@ A strategy is "faster" or "slower" than the baseline on a benchmark only when bo
                within them) excludes 1;
   relevant     the effect |ratio - 1| exceeds the noise floor of the benchmark's family: how far
                the run's A/A twin of the baseline (a verbatim copy, <baseline>.aa) strays from
-               the baseline on that same family, and never less than MIN_EFFECT.
+               the baseline on that same family, counted with its uncertainty (the largest
+               deviation within its 95% CI: derive.aa_deviation), never less than MIN_EFFECT.
 
 Otherwise "same", with the reason kept for the reader (HTML title, markdown footnote, terminal
 legend). A family is the benchmark without its strategy: one lookup op at one size and regime,

@@ -8,7 +8,7 @@ piece when one is absent.
     run(ctx) -> SuiteOutput       required: what one worker process measures
     plan(config) -> [Job]         optional: worker processes (default: config.workers, each
                                   measuring every strategy interleaved)
-    PUBLIC, PAIRED, TABLE_SPLIT, FIGURES, FAMILIES, and the read-side hooks terminal_rows,
+    PUBLIC, PAIRED, NOISE_KEYS, TABLE_SPLIT, FIGURES, FAMILIES, and the read-side hooks terminal_rows,
     terminal_extra, report_extra, headline, extra_families: optional (see SuiteSpec)
 
 The runner, the worker, the terminal table, the loader and the report iterate specs; nothing
@@ -105,6 +105,7 @@ REQUIRED = {"NAME": "name", "TITLE": "title", "NOTE": "note", "ORDER": "order"}
 OPTIONAL = {
     "PUBLIC": "public",
     "PAIRED": "paired",
+    "NOISE_KEYS": "noise_keys",
     "TABLE_SPLIT": "table_split",
     "FIGURES": "figures",
     "FAMILIES": "families",
@@ -127,6 +128,9 @@ class SuiteSpec:
     # every strategy measured in the same worker processes, value i of each in the same round
     # (comparisons pair them); False when each strategy has processes of its own (gc)
     paired: bool = True
+    # per kind, the parameters that make a noise family (default: all of them); the A/A twin's
+    # deviation on a family is the floor its benchmarks are held to (bench/stats/classify.py)
+    noise_keys: dict[str, tuple[str, ...]] | None = None
     # a parameter (or several) giving one report table per value (per combination)
     table_split: str | tuple[str, ...] | None = None
     terminal_rows: Callable[[list[Summary]], list[Summary]] = _no_rows
