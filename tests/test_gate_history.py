@@ -177,8 +177,8 @@ def test_a_difference_that_changes_what_is_measured_is_exit_2(
     _checkout(repo, history["c1"])
     _edit(
         repo / "bench/config.py",
-        "ABSENT_MEANS: dict[str, Any] = {}",
-        'ABSENT_MEANS: dict[str, Any] = {"history_knob": 0}',
+        "ABSENT_MEANS: dict[str, Any] = {",
+        'ABSENT_MEANS: dict[str, Any] = {"history_knob": 0, ',
     )
     try:
         proc = _gate(repo, history["c0"], "wall", tmp_path)

@@ -11,7 +11,9 @@ iterations, K calibrated by one preliminary gate run so that the least affected 
 benchmark grows by the asked percentage of its instructions. Lookup benchmarks are untouched by
 either injection, so they count as A/A too. Prints the rates and writes summary.json and every
 gate result under the output folder. This is a benchmark, not a test: a wall-clock gate run
-takes ~5 minutes on 2 cores, an instruction-mode run ~8 (docs/GATE.md).
+takes ~5 minutes on 2 cores, an instruction-mode run ~8 (docs/GATE.md). An interrupted study
+is continued with `--resume`: gate results already in the output folder (`<label>-<i>.json`)
+are read instead of measured again, so they must come from the same tree.
 """
 
 from __future__ import annotations
@@ -99,13 +101,19 @@ def _gate(repo: Path, out: Path, mode: str, extra: list[str]) -> dict[str, Any]:
     return result
 
 
-def _calibrate_loops(repo: Path, out_dir: Path, pct: float, extra: list[str]) -> int:
+def _calibrate_loops(
+    repo: Path, out_dir: Path, pct: float, extra: list[str], *, resume: bool = False
+) -> int:
     """K extra loop iterations per step so the least affected gated step benchmark grows by
     pct% of its instructions (instructions are linear in K: one gate run with K0 tells)."""
     probe = 20_000
-    _inject(repo, extra_loops=probe)
-    result = _gate(repo, out_dir / "calibration.json", "instructions", extra)
-    _git(repo, "checkout", "-q", "--", ".")
+    out = out_dir / "calibration.json"
+    if resume and out.is_file():
+        result = json.loads(out.read_text())
+    else:
+        _inject(repo, extra_loops=probe)
+        result = _gate(repo, out, "instructions", extra)
+        _git(repo, "checkout", "-q", "--", ".")
     growth = [r["change_pct"] for r in result["results"] if r["benchmark"].startswith("step/")]
     if not growth or min(growth) <= 0:
         raise SystemExit("calibration: the injected loop did not grow the step benchmarks")
@@ -126,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--output-dir", default=str(ROOT / "reports" / "gate-selftest"))
     ap.add_argument("--gate-arg", action="append", default=[], help="passed to every gate run")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="read gate results already in the output folder instead of measuring them again",
+    )
     args = ap.parse_args(argv)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             plan += [(f"slow{p:g}", {"slowdown_pct": p}) for p in args.slowdown_pct or [10.0]]
         else:
             for pct in args.instr_increase_pct or [1.1]:
-                loops = _calibrate_loops(repo, out_dir, pct, args.gate_arg)
+                loops = _calibrate_loops(repo, out_dir, pct, args.gate_arg, resume=args.resume)
                 plan.append((f"instr+{pct:g}", {"extra_loops": loops, "target_pct": pct}))
         for label, injection in plan:
             _git(repo, "checkout", "-q", "--", ".")
@@ -156,9 +169,15 @@ def main(argv: list[str] | None = None) -> int:
             changes: list[float] = []
             seconds: list[float] = []
             for i in range(args.runs):
-                started = dt.datetime.now()
-                result = _gate(repo, out_dir / f"{label}-{i}.json", args.mode, args.gate_arg)
-                seconds.append((dt.datetime.now() - started).total_seconds())
+                out = out_dir / f"{label}-{i}.json"
+                if args.resume and out.is_file():
+                    result = json.loads(out.read_text())
+                    took = "read from an earlier run"
+                else:
+                    started = dt.datetime.now()
+                    result = _gate(repo, out, args.mode, args.gate_arg)
+                    seconds.append((dt.datetime.now() - started).total_seconds())
+                    took = f"{seconds[-1]:.0f} s"
                 for row in result["results"]:
                     failed = row["verdict"] == "regression"
                     if row["benchmark"].startswith("step/"):
@@ -170,8 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                         lookup_flags += failed
                 caught = result["status"] == "regression"
                 print(
-                    f"{label} run {i + 1}/{args.runs}: status {result['status']}"
-                    f" ({seconds[-1]:.0f} s)",
+                    f"{label} run {i + 1}/{args.runs}: status {result['status']} ({took})",
                     flush=True,
                 )
                 summary.setdefault(label, {}).setdefault("runs_flagged", 0)
@@ -183,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                     "step_benchmarks_flagged": f"{step_flags}/{step_total}",
                     "lookup_benchmarks_flagged (untouched)": f"{lookup_flags}/{lookup_total}",
                     "step_change_pct_range": [min(changes), max(changes)] if changes else None,
-                    "gate_seconds_median": sorted(seconds)[len(seconds) // 2],
+                    "gate_seconds_median": sorted(seconds)[len(seconds) // 2] if seconds else None,
                 }
             )
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
