@@ -177,3 +177,54 @@ def test_sglang_class_builds_real_requests(strategy: Strategy) -> None:  # pragm
     strategy.get(req)
     strategy.release(req)
     assert sys.modules.get("sglang") is not None
+
+
+_STUB_REQ = """
+class Req:
+    def __init__(self, rid, origin_input_text, origin_input_ids, sampling_params, lora_id=None):
+        self.rid = rid
+        self.origin_input_ids = origin_input_ids
+        self.sampling_params = sampling_params
+        self.output_ids = []
+        self.lora_id = lora_id
+"""
+_STUB_SAMPLING = """
+class SamplingParams:
+    def __init__(self, max_new_tokens=128):
+        self.max_new_tokens = max_new_tokens
+"""
+
+
+def test_sglang_class_subclasses_an_importable_req(
+    strategy: Strategy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The subclassing code against a stub package laid out like sglang's (the real one is not
+    a dependency): the real __init__ runs with the minimal arguments, then the strategy's
+    fields, and the strategy's contract holds on the result."""
+    for rel, text in {
+        "sglang/srt/managers/schedule_batch.py": _STUB_REQ,
+        "sglang/srt/sampling/sampling_params.py": _STUB_SAMPLING,
+    }.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
+        monkeypatch.delitem(sys.modules, name)
+    try:
+        cls = RequestSource(real=True).make(strategy)
+        req = cls("r", array("q", [1, 2, 3]), 4)
+        assert type(req).__mro__[1].__name__ == "Req"
+        assert req.sampling_params.max_new_tokens == 4
+        assert list(req.origin_input_ids) == [1, 2, 3]
+        for name in strategy.request_init_fields:
+            assert hasattr(req, name)
+        if strategy.holds_state:
+            state = strategy.get(req)
+            assert strategy.get(req) is state
+            assert strategy.peek(req) is state
+            strategy.reset(req)
+            strategy.release(req)
+    finally:
+        for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
+            del sys.modules[name]
