@@ -15,7 +15,7 @@ import pytest
 from bench.errors import DataError, UsageError
 from bench.gate.config import GateConfig, load_gate_config
 from bench.gate.git import snapshot
-from bench.gate.judge import judge, load_baseline
+from bench.gate.judge import Judgement, judge, load_baseline
 from tests.helpers import FIXTURES, ROOT
 
 needs_valgrind = pytest.mark.skipif(
@@ -215,6 +215,48 @@ def test_wall_judgement_rules() -> None:
     # faster beyond the bound: improvement, never a failure
     (j,) = judge(CFG, "wall", {"base": {NAME: base}, "candidate": {NAME: _vals(0.8)}}, paired=True)
     assert j.verdict == "improvement"
+
+
+def _instr(base: list[float], cand: list[float], aa: list[float] | None = None) -> Judgement:
+    values = {"base": {NAME: base}, "candidate": {NAME: cand}}
+    if aa is not None:
+        values["aa"] = {NAME: aa}
+    (j,) = judge(CFG, "instructions", values, paired=True)
+    return j
+
+
+def test_instruction_rule_holds_a_change_to_the_layout_spread() -> None:
+    """Counts per heap layout (three a side). What the first instruction-mode A/A of the
+    calibration study looked like: identical code, the candidate's layouts all above the
+    baseline's by ~2.5%, its copy in other layouts spread over 4.4%: not a regression."""
+    base = [100.0, 102.0, 101.0]
+    j = _instr(base, [103.0, 103.5, 102.5], aa=[99.0, 101.5, 100.5])
+    assert j.p_value == pytest.approx(1 / 20)  # every candidate layout above every baseline one
+    assert j.noise_pct == pytest.approx(4.5 / 102 * 100)  # (max - min) / median of six
+    assert j.verdict == "pass"
+    # +8% with the same spread: beyond it, and apart: a regression
+    j = _instr(base, [108.0, 110.2, 109.1], aa=[107.0, 109.6, 108.4])
+    assert j.verdict == "regression"
+    assert j.change_pct == pytest.approx(109.1 / 101 * 100 - 100)
+    # +2% median change, a tight spread, but one candidate layout among the baseline's: no test
+    j = _instr([100.0, 100.2, 100.1], [102.0, 99.9, 102.1], aa=[102.0, 102.05, 101.95])
+    assert j.p_value == 1.0
+    assert j.verdict == "pass"
+    # a stable benchmark: +1.1% against a 1% threshold, layouts within 0.1%: caught
+    j = _instr([100.0, 100.05, 99.98], [101.1, 101.15, 101.08], aa=[101.12, 101.1, 101.14])
+    assert j.bound_pct == 1.0
+    assert j.verdict == "regression"
+    # faster beyond the bound and apart: improvement, never a failure
+    assert _instr(base, [90.0, 91.0, 90.5], aa=[90.2, 90.9, 90.4]).verdict == "improvement"
+
+
+def test_instruction_rule_with_one_count_a_side_takes_it_as_exact() -> None:
+    """A baseline file from a gate that kept one count, or a one-layout test configuration."""
+    j = _instr([100.0], [102.0], aa=[102.0])
+    assert j.p_value is None
+    assert j.noise_pct == 0.0
+    assert j.verdict == "regression"
+    assert _instr([100.0], [100.5]).verdict == "pass"
 
 
 def test_missing_data_fails_closed() -> None:

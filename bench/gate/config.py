@@ -52,7 +52,7 @@ class GateConfig:
     instr_steps: int = 20  # scheduler steps counted per step benchmark
     instr_lookup_live: int = 2000  # live requests of the counted lookups
     instr_lookup_passes: int = 3  # get passes counted per lookup benchmark
-    instr_heap_shifts: int = 3  # counts are medians over this many shifted heaps
+    instr_heap_shifts: int = 3  # heap layouts per side (the A/A copy gets as many others)
     seed: int = 0
     thresholds: dict[str, float] = field(default_factory=dict)  # per-benchmark overrides, %
 

@@ -68,9 +68,10 @@ def render_markdown(
     icon = {"pass": "pass", "regression": "**REGRESSION**", "improvement": "improvement"}
     if mode == "instructions":
         columns = (
-            "baseline and candidate: callgrind instructions of the gated iterations (median over "
-            "shifted heaps); change: candidate / baseline; A/A: how far an identical copy of "
-            "the candidate differs"
+            "baseline and candidate: callgrind instructions of the gated iterations, median "
+            "over heap layouts; change: candidate / baseline, judged only when every candidate "
+            "layout lies beyond every baseline layout; A/A: how far identical code moves "
+            "between layouts, (max - min) / median over the candidate's and its copy's layouts"
         )
         head = "| benchmark | baseline | candidate | change | A/A | bound | verdict |"
     else:
