@@ -22,6 +22,7 @@ import argparse
 import datetime as dt
 import json
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.gate.git import snapshot
+from bench.stats import median
 from bench.storage import ROOT
 
 _STEP_DEF = '    def step(self) -> None:\n        """One scheduler loop iteration."""\n'  # SchedulerLoop.step
@@ -168,16 +170,18 @@ def main(argv: list[str] | None = None) -> int:
             step_flags = lookup_flags = step_total = lookup_total = 0
             changes: list[float] = []
             seconds: list[float] = []
+            cpu_seconds: list[float] = []  # what the gate costs whatever else the machine runs
             for i in range(args.runs):
                 out = out_dir / f"{label}-{i}.json"
                 if args.resume and out.is_file():
                     result = json.loads(out.read_text())
                     took = "read from an earlier run"
                 else:
-                    started = dt.datetime.now()
+                    started, cpu_before = dt.datetime.now(), _children_cpu_s()
                     result = _gate(repo, out, args.mode, args.gate_arg)
                     seconds.append((dt.datetime.now() - started).total_seconds())
-                    took = f"{seconds[-1]:.0f} s"
+                    cpu_seconds.append(_children_cpu_s() - cpu_before)
+                    took = f"{seconds[-1]:.0f} s, {cpu_seconds[-1]:.0f} s of CPU"
                 for row in result["results"]:
                     failed = row["verdict"] == "regression"
                     if row["benchmark"].startswith("step/"):
@@ -201,12 +205,18 @@ def main(argv: list[str] | None = None) -> int:
                     "step_benchmarks_flagged": f"{step_flags}/{step_total}",
                     "lookup_benchmarks_flagged (untouched)": f"{lookup_flags}/{lookup_total}",
                     "step_change_pct_range": [min(changes), max(changes)] if changes else None,
-                    "gate_seconds_median": sorted(seconds)[len(seconds) // 2] if seconds else None,
+                    "gate_seconds_median": median(seconds) if seconds else None,
+                    "gate_cpu_seconds_median": median(cpu_seconds) if cpu_seconds else None,
                 }
             )
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return 0
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _commit_of_root() -> str:
