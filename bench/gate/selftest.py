@@ -8,7 +8,9 @@ runs the gate `--runs` times against an unchanged candidate (A/A: every failure 
 alarm) and `--runs` times per injected regression. Wall clock: the candidate's scheduler step
 spins for an extra X% of its own duration. Instruction mode: the step runs K extra loop
 iterations, K calibrated by one preliminary gate run so that the least affected gated step
-benchmark grows by the asked percentage of its instructions. Lookup benchmarks are untouched by
+benchmark grows by the asked percentage of its instructions; and every run's candidate carries
+a module constant of another length, which runs nothing but moves the heap, so that each run
+is another layout draw (counts are deterministic: the same tree ten times is one measurement). Lookup benchmarks are untouched by
 either injection, so they count as A/A too. Prints the rates and writes summary.json and every
 gate result under the output folder. This is a benchmark, not a test: a wall-clock gate run
 takes ~5 minutes on 2 cores, an instruction-mode run ~8 (docs/GATE.md). An interrupted study
@@ -63,6 +65,17 @@ def _inject(tree: Path, *, slowdown_pct: float = 0.0, extra_loops: int = 0) -> N
         + '        """One scheduler loop iteration."""\n'
     )
     path.write_text(src.replace(_STEP_DEF, wrapper))
+
+
+def _layout_pad(tree: Path, run: int) -> None:
+    """Instruction mode: a change that runs nothing but moves the heap (a module constant whose
+    length depends on the run). Counts are deterministic, so without it ten runs of one
+    candidate are one measurement ten times; with it each run is another heap layout, as each
+    real PR is (docs/GATE.md: the type attribute cache follows string addresses)."""
+    path = tree / "bench" / "core" / "scheduler.py"
+    pad = "x" * (64 + 97 * run)
+    with path.open("a") as f:
+        f.write(f'\n_SELFTEST_LAYOUT_PAD = "{pad}"  # moves the heap, runs nothing\n')
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -167,12 +180,17 @@ def main(argv: list[str] | None = None) -> int:
             kw = {k: v for k, v in injection.items() if k in ("slowdown_pct", "extra_loops")}
             if kw:
                 _inject(repo, **kw)
+            scheduler = repo / "bench" / "core" / "scheduler.py"
+            labelled = scheduler.read_text()
             step_flags = lookup_flags = step_total = lookup_total = 0
             changes: list[float] = []
             seconds: list[float] = []
             cpu_seconds: list[float] = []  # what the gate costs whatever else the machine runs
             for i in range(args.runs):
                 out = out_dir / f"{label}-{i}.json"
+                if args.mode == "instructions":
+                    scheduler.write_text(labelled)
+                    _layout_pad(repo, i)
                 if args.resume and out.is_file():
                     result = json.loads(out.read_text())
                     took = "read from an earlier run"
