@@ -46,8 +46,14 @@ def _inject(tree: Path, *, slowdown_pct: float = 0.0, extra_loops: int = 0) -> N
     if _STEP_DEF not in src:
         raise SystemExit("cannot find SchedulerLoop.step to inject a slowdown into")
     if extra_loops:
+        # itertools.repeat, not range: range(K) allocates an int per iteration above 256, so
+        # its cost per iteration depends on K and a probe with large K misjudged small K (the
+        # first +1.1% injection, calibrated at K = 20,000, grew the prefill steps by 0.66-0.90%)
         body = (
-            f"        self._real_step()\n        for _ in range({extra_loops}):\n            pass\n"
+            "        import itertools as _it\n"
+            "        self._real_step()\n"
+            f"        for _ in _it.repeat(None, {extra_loops}):\n"
+            "            pass\n"
         )
     else:
         body = (
