@@ -41,9 +41,11 @@ def default_base(root: Path = ROOT) -> str:
 def worktree(ref: str, parent: Path, root: Path = ROOT) -> Iterator[tuple[Path, str]]:
     """The tree of `ref` at parent/base, laid out exactly as the candidate's copy: checked out
     as a detached worktree (removed at once, whatever happens) and copied the way snapshot()
-    copies the working tree. Measured from the worktree itself (whose root also lists a .git
-    file, so the import system's directory caches differ), identical code counted 3.65% fewer
-    instructions on decode-dspark's dynattr step than its copy, in every heap layout tried."""
+    copies the working tree. Run from the worktree itself, whose root also lists a .git file,
+    identical code sat in other heap layouts than its copies (the import system caches that
+    directory listing): a copy of the worktree plus its .git file reproduced the worktree's
+    instruction counts exactly, the copy without it differed by up to 1.6% on decode-dspark's
+    dynattr step (docs/GATE.md, instruction mode)."""
     commit = git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=root)
     checkout = parent / "checkout"
     git("worktree", "add", "--detach", "--quiet", str(checkout), commit, cwd=root)
