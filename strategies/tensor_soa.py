@@ -13,8 +13,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import torch
-
 from strategies._contract import set_fields
 
 NAME = "tensor_soa"
@@ -40,6 +38,8 @@ _LIST_FIELDS = (
 
 class _Arrays:
     def __init__(self, capacity: int) -> None:
+        import torch  # here: discovering the strategies (bench list, reports) needs no torch
+
         self.start = torch.full((capacity,), _NONE_START, dtype=torch.int64)
         self.row_len = torch.zeros(capacity, dtype=torch.int64)
         self.is_last = torch.zeros(capacity, dtype=torch.bool)
@@ -50,6 +50,8 @@ class _Arrays:
         self.capacity = capacity
 
     def grow(self) -> None:
+        import torch
+
         old = self.capacity
         new = old * 2
         for name in ("start", "row_len", "is_last", "direct_sent"):
@@ -72,8 +74,20 @@ class _Arrays:
             values[slot] = None
 
 
-_arrays = _Arrays(INITIAL_SLOTS)
+# The arrays are created with the first state (_allocate): every other path reads them only for a
+# request that already has a slot, so the hot path is unchanged and importing this module does
+# not import torch.
+_arrays: _Arrays
 _lock = threading.Lock()
+
+
+def _table() -> _Arrays:
+    global _arrays
+    try:
+        return _arrays
+    except NameError:
+        _arrays = _Arrays(INITIAL_SLOTS)
+        return _arrays
 
 
 def _list_field(name: str) -> property:
@@ -136,6 +150,7 @@ class SoaState:
 
 
 def _allocate(req: Any) -> SoaState:
+    _table()
     with _lock:
         slot = req.pd_state_slot
         if slot >= 0:  # another thread won the race
@@ -186,4 +201,5 @@ def release(req: Any) -> None:
 
 
 def live_states() -> int:
-    return _arrays.capacity - len(_arrays.free)
+    arrays = globals().get("_arrays")
+    return 0 if arrays is None else arrays.capacity - len(arrays.free)

@@ -21,9 +21,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from bench.core import scenarios
 from bench.core.callsites import PATTERNS
@@ -36,11 +34,15 @@ from bench.profiling.stacks import (
     parse_collapsed,
     under_root,
 )
-from bench.profiling.target import ERROR_PREFIX
-from bench.rowpool import check_fits, default_shape
 from bench.storage import ROOT, write_atomic, write_json
 from bench.timing import resolve_device
 from strategies import StrategyError, resolve
+
+if TYPE_CHECKING:
+    import torch
+
+# The profiled process's last line when it fails (bench.profiling.target prints it).
+ERROR_PREFIX = "reqstate-profile-target: error:"
 
 SHARES_FILE = "shares.json"
 # Time allowed for the target's imports, scheduler build and warm-up, on top of the loop.
@@ -115,6 +117,8 @@ def check_request(
     if rate_hz <= 0:
         raise UsageError(f"sampling rate must be a positive number of Hz, got {rate_hz}")
     try:
+        from bench.rowpool import check_fits, default_shape  # torch: only when profiling
+
         dev = resolve_device(settings.device)
         shape = default_shape(
             dev, chunked_prefill_size=scenario.chunked_prefill_size, pool_rows=scenario.pool_rows

@@ -27,13 +27,13 @@ from bench.core.scenarios import get as get_scenario
 from bench.core.scheduler import SchedulerLoop, make_scheduler, warmup_steps
 from bench.core.workload import use_torch_tensors
 from bench.gcprobe import GcProbe, gc_paused
+from bench.profiling.run import ERROR_PREFIX
 from bench.rowpool import RowPool, check_fits, default_shape
 from bench.storage import write_json
 from bench.timing import now_ns, resolve_device, sync
 from bench.worker import TORCH_THREADS
 from strategies import resolve
 
-ERROR_PREFIX = "reqstate-profile-target: error:"
 WARMUP_STEPS = 5
 
 
