@@ -46,12 +46,24 @@ def _split_strategies(
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from bench.target.cli import list_targets, split_targets
+
     names, external = _split_strategies(args.strategy, args.external)
+    specs = split_targets(args.target)
+    if specs:
+        paths = list_targets(specs)
+        external = (*external, *paths)
+        if names is not None:
+            names = (*names, *(load_external(p).name for p in paths))
     strategies = resolve(names, external=external)
     width = max(len(s.name) for s in strategies)
     for s in strategies:
         tags = []
-        if s.external:
+        if s.is_target:
+            tags.append(
+                f"target: {s.target.get('spec')} ({s.target.get('commit') or 'working tree'})"
+            )
+        elif s.external:
             tags.append(f"external: {s.source_path}")
         if not s.thread_safe_create:
             tags.append("racy create")
@@ -141,6 +153,8 @@ def _csv(text: str) -> tuple[str, ...]:
 
 
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
+    from bench.target.cli import looks_like_target, split_targets, target_name
+
     config = RunConfig()
     if args.quick:
         config = config.quick()
@@ -150,6 +164,21 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
     changes: dict[str, object] = {"device": args.device, "external": external}
     if args.suite:
         changes["suites"] = tuple(dict.fromkeys(x for group in args.suite for x in group))
+    specs = split_targets(getattr(args, "target", None))
+    if specs:
+        # A revision is measured beside `control` (the harness's own cost, which every net
+        # figure needs) and whatever --strategy adds; the first revision is the baseline.
+        if args.request_class == "sglang":
+            raise UsageError("--request-class sglang and --target: a revision brings its own Req")
+        targets = tuple(target_name(x) for x in specs)
+        names = (*targets, *(names if names is not None else ("control",)))
+        changes["baseline"] = targets[0]
+    if args.baseline is not None and looks_like_target(args.baseline):
+        if not specs:
+            raise UsageError(f"--baseline {args.baseline}: a revision needs --target")
+        args.baseline = target_name(args.baseline)
+        if args.baseline not in names:  # type: ignore[operator]
+            raise UsageError(f"--baseline {args.baseline}: not among the --target revisions")
     if names is not None:
         changes["strategies"] = names
     for attr in ("baseline", "seed", "workers", "values", "background_objects"):
@@ -246,18 +275,31 @@ def _check_strategies_and_device(config: RunConfig) -> None:
         raise UsageError(str(exc)) from None
 
 
-def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
-    """A fresh run folder with its manifest, for a configuration already validated."""
+def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, dict[str, Any], RunConfig]:
+    """A fresh run folder with its manifest, for a configuration already validated. Revisions
+    (--target) are written into it as strategy files (run/targets/), measured as external
+    strategies, and described in the manifest."""
     from bench import runner
     from bench.storage import check_free_space, new_run_dir
+    from bench.target.cli import split_targets
 
-    _check_strategies_and_device(config)
+    specs = split_targets(getattr(args, "target", None))
+    if not specs:
+        _check_strategies_and_device(config)
     run_dir = new_run_dir(Path(args.output_dir))
     check_free_space(run_dir)
+    targets: dict[str, dict[str, Any]] = {}
+    if specs:
+        from bench.target.materialize import materialize
+
+        made = [materialize(spec, run_dir / "targets") for spec in specs]
+        targets = {t.name: t.metadata() for t in made}
+        config = replace(config, external=(*config.external, *(str(t.path) for t in made)))
+        _check_strategies_and_device(config)
     command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
-    manifest = runner.start_run(config, run_dir, command)
+    manifest = runner.start_run(config, run_dir, command, targets=targets)
     print(f"run folder: {run_dir}", file=sys.stderr)
-    return run_dir, manifest
+    return run_dir, manifest, config
 
 
 def _execute(run_dir: Path, manifest: dict[str, Any], config: RunConfig) -> dict[str, Any] | int:
@@ -302,7 +344,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         _refuse_moved_options(args)
         config = _config_from_args(args)
-        run_dir, manifest = _new_run(config, args)
+        run_dir, manifest, config = _new_run(config, args)
     finished = _execute(run_dir, manifest, config)
     if isinstance(finished, int):
         return finished
@@ -381,7 +423,7 @@ def _cmd_selftest_aa(args: argparse.Namespace) -> int:
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    run_dir, manifest = _new_run(config, args)
+    run_dir, manifest, config = _new_run(config, args)
     finished = _execute(run_dir, manifest, config)
     if isinstance(finished, int):
         return finished
@@ -410,7 +452,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_gate(args: argparse.Namespace) -> int:
     from bench.gate.config import load_gate_config
-    from bench.gate.run import run_gate
+    from bench.gate.run import TargetSpec, run_gate
     from bench.storage import ROOT
 
     overrides: dict[str, object] = {
@@ -419,15 +461,33 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         "rounds": args.rounds,
         "threshold_pct": args.threshold if args.mode == "wall" else None,
         "instruction_threshold_pct": args.threshold if args.mode == "instructions" else None,
+        "threshold_us": args.threshold_us,
+        "threshold_share_pct": args.threshold_share,
     }
     if args.lookup_op is not None:
         overrides["lookup_ops"] = () if args.lookup_op == ("none",) else args.lookup_op
     pyproject = Path(args.pyproject) if args.pyproject else ROOT / "pyproject.toml"
     cfg = load_gate_config(pyproject, **overrides)
-    known = {s.name for s in resolve()}
-    for name in cfg.strategies:
-        if name not in known:
-            raise UsageError(f"unknown strategy {name!r}; available: {', '.join(sorted(known))}")
+    target = None
+    if args.target is not None:
+        if args.baseline or not args.base:
+            raise UsageError("gate --target PATH needs --base REV (and takes --head REV)")
+        if args.strategy or args.pattern:
+            raise UsageError(
+                "gate --target measures the revisions' own code: no --strategy/--pattern"
+            )
+        target = TargetSpec(args.target, args.base, args.head)
+    elif args.head:
+        raise UsageError(
+            "gate --head REV is for --target PATH (this tree's gate runs the working tree)"
+        )
+    else:
+        known = {s.name for s in resolve()}
+        for name in cfg.strategies:
+            if name not in known:
+                raise UsageError(
+                    f"unknown strategy {name!r}; available: {', '.join(sorted(known))}"
+                )
     return run_gate(
         cfg,
         mode=args.mode,
@@ -435,6 +495,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         baseline_file=Path(args.baseline) if args.baseline else None,
         json_out=Path(args.json) if args.json else None,
         markdown_out=Path(args.markdown) if args.markdown else None,
+        target=target,
     )
 
 
@@ -459,6 +520,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME_OR_FILE",
         help="list only these (names, or strategy .py files loaded like --external)",
     )
+    p_list.add_argument(
+        "--target",
+        action="append",
+        type=_csv,
+        metavar="PATH@REV[,PATH@REV]",
+        help="also list revisions of an SGLang tree, each as the strategy it is measured as",
+    )
     p_list.set_defaults(func=_cmd_list)
 
     p_run = sub.add_parser("run", help="measure: run suites and write a run folder")
@@ -478,6 +546,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="MODULE_OR_FILE",
         help="also measure a strategy from a module path or .py file",
+    )
+    p_run.add_argument(
+        "--target",
+        action="append",
+        type=_csv,
+        metavar="PATH@REV[,PATH@REV]",
+        help="measure revisions of an SGLang tree (PATH alone: its working tree), each with its "
+        "own Req, state code and call sites, beside control (add built-ins with --strategy); "
+        "the first is the baseline unless --baseline PATH@REV",
     )
     p_run.add_argument(
         "--quick", action="store_true", help="the small CI-sized set (about a minute here)"
@@ -524,7 +601,10 @@ def build_parser() -> argparse.ArgumentParser:
             p_run.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
         else:
             p_run.add_argument(flag, help=argparse.SUPPRESS)
-    p_run.add_argument("--baseline", help="strategy ratios are taken against (default pr652)")
+    p_run.add_argument(
+        "--baseline",
+        help="strategy ratios are taken against (default pr652), or a --target PATH@REV",
+    )
     p_run.add_argument("--seed", type=int)
     p_run.add_argument("--workers", type=_positive_int, help="worker processes per suite")
     p_run.add_argument("--values", type=_positive_int, help="measured values per worker")
@@ -617,16 +697,36 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument(
         "--base",
         metavar="GIT_REF",
-        help="baseline tree (default: merge base with main, else HEAD~1)",
+        help="baseline tree (default: merge base with main, else HEAD~1); with --target, the "
+        "base revision of PATH",
     )
     which.add_argument(
         "--baseline", metavar="GATE_JSON", help="a stored gate result as the baseline"
     )
+    p_gate.add_argument(
+        "--target",
+        metavar="PATH",
+        help="gate a user's SGLang tree: PATH at --base REV against --head REV (default: its "
+        "working tree), measured by this harness",
+    )
+    p_gate.add_argument("--head", metavar="REV", help="with --target: the candidate revision")
     p_gate.add_argument("--mode", choices=("wall", "instructions"), default="wall")
     p_gate.add_argument("--strategy", type=_csv, help="gated strategies (default from pyproject)")
     p_gate.add_argument("--pattern", type=_csv, help="gated access patterns")
     p_gate.add_argument("--lookup-op", type=_csv, help="gated lookup ops, or 'none'")
     p_gate.add_argument("--threshold", type=float, help="percent; default from pyproject")
+    p_gate.add_argument(
+        "--threshold-us",
+        type=float,
+        metavar="US",
+        help="wall clock, step benchmarks: fail above this many µs per scheduler iteration",
+    )
+    p_gate.add_argument(
+        "--threshold-share",
+        type=float,
+        metavar="PCT",
+        help="wall clock, step benchmarks: fail above this percent of the scenario's forward",
+    )
     p_gate.add_argument("--rounds", type=_positive_int, help="wall-clock rounds")
     p_gate.add_argument("--json", metavar="PATH", help="write the JSON result here")
     p_gate.add_argument("--markdown", metavar="PATH", help="write the markdown summary here")
@@ -636,8 +736,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_gate.set_defaults(func=_cmd_gate)
 
     from bench.profiling import register as register_profile
+    from bench.target.cli import register as register_target
 
     register_profile(sub)  # type: ignore[arg-type]
+    register_target(sub)  # type: ignore[arg-type]
     return parser
 
 

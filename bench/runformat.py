@@ -132,6 +132,18 @@ class QueueSeries:
 
 
 @dataclass
+class RequestFigures:
+    """One strategy's request class as built in a worker: what a reviewer compares between
+    revisions (attributes, dict bytes, GC-tracked values, construction time)."""
+
+    model: str  # the request model (or class) it was built from
+    attributes: int  # instance attributes after __init__
+    dict_bytes: int  # sys.getsizeof(req.__dict__)
+    tracked_values: int  # attribute values the cyclic GC tracks
+    construct_ns: list[float] = field(default_factory=list)  # per request, one per repetition
+
+
+@dataclass
 class SuiteExtras:
     """A suite's raw data besides pyperf values; keyed by benchmark name, except `memory` (by
     strategy) and `queues` (by case: the benchmark name without strategy and pattern)."""
@@ -141,6 +153,7 @@ class SuiteExtras:
     memory: dict[str, MemoryFigures] = field(default_factory=dict)
     queues: dict[str, QueueSeries] = field(default_factory=dict)
     counts: dict[str, OpCounts] = field(default_factory=dict)
+    requests: dict[str, RequestFigures] = field(default_factory=dict)  # by strategy
 
     def merge(self, other: SuiteExtras) -> None:
         """Fold another worker process's extras into these."""
@@ -153,6 +166,10 @@ class SuiteExtras:
             self.queues.setdefault(case, QueueSeries()).extend(queues)
         for name, op_counts in other.counts.items():
             self.counts.setdefault(name, OpCounts()).add(op_counts)
+        for name, figures in other.requests.items():
+            mine = self.requests.setdefault(name, figures)
+            if mine is not figures:
+                mine.construct_ns.extend(figures.construct_ns)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

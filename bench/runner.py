@@ -20,7 +20,6 @@ from typing import Any
 
 from bench import suites
 from bench.config import RunConfig
-from bench.envinfo import environment
 from bench.pyperf_io import BenchValues, dump_pyperf, to_pyperf_suite
 from bench.runformat import (
     MANIFEST,
@@ -193,6 +192,8 @@ def strategy_metadata(strategies: list[Strategy]) -> dict[str, dict[str, Any]]:
             "thread_safe_create": s.thread_safe_create,
             "holds_state": s.holds_state,
             "twin_of": s.twin_of,
+            "target": s.is_target,
+            "request_model": s.request_model,
         }
         for s in strategies
     }
@@ -229,7 +230,15 @@ def case_metadata(config: RunConfig) -> list[dict[str, Any]]:
     return out
 
 
-def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
+def start_run(
+    config: RunConfig,
+    run_dir: Path,
+    command: str,
+    *,
+    targets: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    from bench.envinfo import environment  # torch: only once a run is started
+
     device = resolve_device(config.device)
     strategies = resolve_run(
         config.strategies,
@@ -244,6 +253,7 @@ def start_run(config: RunConfig, run_dir: Path, command: str) -> dict[str, Any]:
         "config": config.as_dict(),
         "environment": environment(device),
         "strategies": strategy_metadata(strategies),
+        "targets": targets or {},
         "cases": case_metadata(config),
         "suites": {s: {"status": "pending"} for s in config.suites},
         "status": "running",

@@ -196,7 +196,7 @@ def run_sizes(run_dir: Path) -> list[int]:
         {
             s.bench.int("live")
             for s in data.summaries
-            if s.bench.matches(op="get_hit", regime="warm")
+            if s.bench.matches(op="get_hit", regime="warm") and s.strategy in STRATEGIES
         }
     )
 

@@ -25,13 +25,17 @@ from typing import Any
 from bench.errors import UsageError
 from bench.names import TWIN_RE
 from strategies._contract import (
+    FORWARD_SCANS,
     OPTIONAL_MAPPINGS,
     REQUIRED_ATTRS,
     REQUIRED_FUNCS,
+    SITE_NAMES,
+    SITE_PATTERN_VALUES,
 )
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _EMPTY: Mapping[str, object] = MappingProxyType({})
+_EMPTY_STR: Mapping[str, str] = MappingProxyType({})
 
 
 class StrategyError(UsageError):
@@ -61,6 +65,18 @@ class Strategy:
     external: bool = False
     module: ModuleType = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
     twin_of: str | None = None  # an A/A twin: the strategy it is a verbatim copy of
+    # A revision of a user's tree (strategies/_contract.py, target mode): its own request model,
+    # the access pattern of each call site, where the capture scan runs, and where it came from.
+    request_model: str | None = None  # path of a request model table
+    site_patterns: Mapping[str, str] = field(default_factory=lambda: _EMPTY_STR)
+    forward_scan: str = "every_forward"
+    capture: str | None = None
+    target: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def is_target(self) -> bool:
+        """Code of a revision, measured as written (pattern `as_written` only)."""
+        return bool(self.site_patterns)
 
 
 # A/A twins: "<name>.aa" (then ".aa2", ".aa3"; bench.names.TWIN_RE): the baseline's own source
@@ -141,6 +157,7 @@ def validate(module: ModuleType, *, external: bool = False) -> Strategy:
         ):
             raise StrategyError(f"{where}: {attr} must map attribute names to default values")
         shaping[attr] = MappingProxyType(dict(value))
+    target = _target_fields(module, where)
     try:
         source = inspect.getsource(module)
     except (OSError, TypeError):
@@ -163,7 +180,45 @@ def validate(module: ModuleType, *, external: bool = False) -> Strategy:
         source_sha256=hashlib.sha256(source.encode()).hexdigest(),
         external=external,
         module=module,
+        **target,
     )
+
+
+def _target_fields(module: ModuleType, where: str) -> dict[str, Any]:
+    """The optional target-mode names (strategies/_contract.py), checked."""
+    out: dict[str, Any] = {}
+    model = getattr(module, "REQUEST_MODEL", None)
+    if model is not None:
+        path = Path(getattr(module, "__file__", "") or ".").parent / str(model)
+        if not isinstance(model, str) or not path.is_file():
+            raise StrategyError(f"{where}: REQUEST_MODEL must name a request model file beside it")
+        out["request_model"] = str(path)
+    patterns = getattr(module, "SITE_PATTERNS", None)
+    if patterns is not None:
+        if (
+            not isinstance(patterns, Mapping)
+            or not patterns
+            or any(k not in SITE_NAMES or v not in SITE_PATTERN_VALUES for k, v in patterns.items())
+        ):
+            raise StrategyError(
+                f"{where}: SITE_PATTERNS must map call sites ({', '.join(SITE_NAMES)}) to "
+                f"{' or '.join(SITE_PATTERN_VALUES)}"
+            )
+        out["site_patterns"] = MappingProxyType(dict(patterns))
+    scan = getattr(module, "FORWARD_SCAN", "every_forward")
+    if scan not in FORWARD_SCANS:
+        raise StrategyError(f"{where}: FORWARD_SCAN must be one of {', '.join(FORWARD_SCANS)}")
+    out["forward_scan"] = scan
+    capture = getattr(module, "CAPTURE", None)
+    if capture not in (None, "get", "peek"):
+        raise StrategyError(f"{where}: CAPTURE must be 'get' or 'peek'")
+    out["capture"] = capture
+    target = getattr(module, "TARGET", None)
+    if target is not None:
+        if not isinstance(target, Mapping):
+            raise StrategyError(f"{where}: TARGET must be a mapping")
+        out["target"] = MappingProxyType(dict(target))
+    return out
 
 
 def _check_unique(found: Iterable[Strategy]) -> dict[str, Strategy]:

@@ -26,6 +26,20 @@ Optional, to shape the request class so construction cost and per-request memory
     RELEASE_KEEPS_STATE: bool = False  True when release() removes nothing and the state goes
                                     only when the request object is collected (the PR as
                                     written, `pr652`); conformance then checks collection
+
+Optional, for the code of a user's revision (`--target PATH@REV` writes such modules:
+bench/target/materialize.py), so that it is measured as that revision runs:
+
+    REQUEST_MODEL: str              a request model table (.json, beside the module) its
+                                    requests are built from: the revision's own Req
+    SITE_PATTERNS: Mapping[str, str]  per call site (bench.core.callsites), per_field, cached or
+                                    direct (fields on the request itself, no lookup): the access
+                                    pattern `as_written`, the only one it is run with
+    FORWARD_SCAN: str = "every_forward"  where the capture-layer scan runs: every_forward (every
+                                    ForwardBatch.init_new), prefill_batch (once per prefill batch;
+                                    decode forwards read a batch-level field), none
+    CAPTURE: str                    get | peek: the scan creates states (get) or not (peek)
+    TARGET: Mapping[str, object]    where the code came from (path, revision, commit, layout)
 """
 
 from __future__ import annotations
@@ -55,6 +69,33 @@ FIELDS: tuple[str, ...] = tuple(FIELD_DEFAULTS)
 REQUIRED_ATTRS: tuple[str, ...] = ("NAME", "DESCRIPTION", "THREAD_SAFE_CREATE")
 REQUIRED_FUNCS: tuple[str, ...] = ("get", "peek", "update", "reset", "release", "live_states")
 OPTIONAL_MAPPINGS: tuple[str, ...] = ("REQUEST_INIT_FIELDS", "REQUEST_CLASS_FIELDS")
+# Every upper-case name a strategy module may define (anything else is a misspelling).
+OPTIONAL_ATTRS: tuple[str, ...] = (
+    *OPTIONAL_MAPPINGS,
+    "HOLDS_STATE",
+    "RELEASE_KEEPS_STATE",
+    "REQUEST_MODEL",
+    "SITE_PATTERNS",
+    "FORWARD_SCAN",
+    "CAPTURE",
+    "TARGET",
+)
+FORWARD_SCANS: tuple[str, ...] = ("every_forward", "prefill_batch", "none")
+# The call sites a SITE_PATTERNS mapping names (bench.core.callsites holds their code) and the
+# patterns it may give them.
+SITE_NAMES: tuple[str, ...] = (
+    "clear_state",
+    "bootstrap_finalize",
+    "write_hidden_rows",
+    "send_kv_chunk",
+    "release_on_hidden_done",
+    "release_metadata",
+)
+# direct: the fields are the request's own attributes (`req.meta`, no lookup at all)
+DIRECT = "direct"
+SITE_PATTERN_VALUES: tuple[str, ...] = ("per_field", "cached", DIRECT)
+# The access pattern of a strategy with SITE_PATTERNS: each call site as its revision wrote it.
+AS_WRITTEN = "as_written"
 
 
 class PDHiddenReqState:

@@ -4,6 +4,7 @@ not to unit tests (see docs/GATE.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -215,6 +216,47 @@ def test_wall_judgement_rules() -> None:
     # faster beyond the bound: improvement, never a failure
     (j,) = judge(CFG, "wall", {"base": {NAME: base}, "candidate": {NAME: _vals(0.8)}}, paired=True)
     assert j.verdict == "improvement"
+
+
+def test_wall_change_per_iteration_and_unit_thresholds() -> None:
+    """Step benchmarks also report the change in seconds per iteration (per-round paired
+    difference) and as a share of the forward; with a threshold in those units the verdict
+    follows it instead of percent of the harness's loop."""
+    base, cand = _vals(100e-6, n=48), _vals(110e-6, n=48)  # +10 µs per iteration on 100 µs
+    (j,) = judge(CFG, "wall", {"base": {NAME: base}, "candidate": {NAME: cand}}, paired=True)
+    assert j.verdict == "regression"  # +10% > 5%
+    assert j.change_s == pytest.approx(10e-6, rel=0.05)
+    assert j.forward_s == pytest.approx(1.2)  # prefill-dspark's forward
+    assert j.share_of_forward == pytest.approx(10e-6 / 1.2, rel=0.05)
+    assert j.bound_s is None
+    loose = dataclasses.replace(CFG, threshold_us=50.0)
+    (j,) = judge(loose, "wall", {"base": {NAME: base}, "candidate": {NAME: cand}}, paired=True)
+    assert (j.verdict, j.bound_s) == ("pass", 50e-6)
+    tight = dataclasses.replace(CFG, threshold_us=1.0, threshold_share_pct=0.0005)
+    (j,) = judge(tight, "wall", {"base": {NAME: base}, "candidate": {NAME: cand}}, paired=True)
+    assert j.bound_s == pytest.approx(6e-6)  # 0.0005% of 1.2 s beats 1 µs
+    assert j.verdict == "regression"
+    # the A/A copy's difference raises the bound in µs too
+    aa = _vals(125e-6, n=48)
+    (j,) = judge(
+        tight,
+        "wall",
+        {"base": {NAME: base}, "candidate": {NAME: cand}, "aa": {NAME: aa}},
+        paired=True,
+    )
+    assert j.bound_s == pytest.approx(15e-6, rel=0.05)
+    assert j.verdict == "pass"
+    lookup = "lookup/weakkey/op=get_hit/live=10000/regime=warm"
+    (j,) = judge(
+        dataclasses.replace(tight, lookup_ops=("get_hit",), scenarios=("prefill-dspark",)),
+        "wall",
+        {
+            "base": {NAME: base, lookup: _vals(1.0)},
+            "candidate": {NAME: cand, lookup: _vals(1.0)},
+        },
+        paired=True,
+    )[1:]
+    assert j.change_s is None  # lookups keep the relative rule
 
 
 def _instr(base: list[float], cand: list[float], aa: list[float] | None = None) -> Judgement:

@@ -20,13 +20,42 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from strategies import Strategy
+from strategies._contract import AS_WRITTEN, DIRECT, SITE_NAMES
 
 PATTERNS: tuple[str, ...] = ("per_field", "cached")
+
+
+def patterns_for(
+    strategy: Strategy, patterns: tuple[str, ...], others: Sequence[Strategy] = ()
+) -> tuple[str, ...]:
+    """The access patterns a strategy is measured with: a revision's code only as written
+    (`as_written`: each call site with the revision's own pattern), the others as asked; a
+    strategy that holds no state (control, the reference every net figure is taken against)
+    under every pattern the run's other strategies are measured with."""
+    if strategy.is_target:
+        return (AS_WRITTEN,)
+    if strategy.holds_state or not others:
+        return patterns
+    builtins = any(o.holds_state and not o.is_target for o in others)
+    targets = any(o.is_target for o in others)
+    return (*(patterns if builtins else ()), *((AS_WRITTEN,) if targets else ())) or patterns
+
+
+def check_pattern(strategy: Strategy, pattern: str) -> None:
+    """ValueError (one line) for a pattern the strategy cannot be run with."""
+    if pattern == AS_WRITTEN:
+        if strategy.holds_state and not strategy.is_target:
+            raise ValueError(
+                f"{strategy.name}: pattern {AS_WRITTEN} is for a revision's code (--target)"
+            )
+    elif pattern not in PATTERNS:
+        raise ValueError(f"unknown access pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
+
 
 _TEMPLATES: dict[str, str] = {
     # prefill.py:99-109, clear_pd_hidden_request_state: ten writes.
@@ -203,15 +232,59 @@ def release_metadata(req):
 
 _CACHE_RE = re.compile(r"^(\s*)\$CACHE\n", re.MULTILINE)
 
+# Where the templates come from: the functions each transcribes, and how many state accesses
+# (field reads and writes, each through its own lookup in the PR) those functions make there.
+# `bench target inspect` holds a user's revision to this table: a count that differs means the
+# code changed since the model was written (or the model leaves out a path: error and
+# pipeline-parallel branches are not modelled).
+MODELLED_FROM = "bytedance-iaas/sglang c96e68b62b"
+
+
+@dataclass(frozen=True)
+class ModelledSite:
+    site: str  # template name
+    functions: tuple[str, ...]  # the real functions it transcribes (prefill.py, hidden_state.py)
+    accesses_at_source: int  # state accesses those functions make at MODELLED_FROM
+    role: str = "site"  # "scan": the capture-layer scan (its real name follows the revision)
+
+
+MODELLED_SITES: tuple[ModelledSite, ...] = (
+    ModelledSite("clear_state", ("clear_pd_hidden_request_state",), 10),  # prefill.py:99-109
+    ModelledSite("bootstrap_finalize", ("_finalize_pd_hidden_bootstrap",), 11),  # :534-587
+    ModelledSite("write_hidden_rows", ("_write_pd_hidden_rows_for_batch",), 16),  # :1181-1340
+    ModelledSite("send_kv_chunk", ("send_kv_chunk", "_pd_hidden_payload"), 15),  # :1854-2041
+    ModelledSite(
+        "release_on_hidden_done", ("maybe_release_pd_hidden_rows_on_hidden_done",), 1
+    ),  # :155-169
+    ModelledSite("release_metadata", ("maybe_release_metadata_buffer",), 1),  # :112-142
+    ModelledSite(
+        "capture_layers_get", ("get_pd_hidden_capture_layer_ids",), 1, role="scan"
+    ),  # hidden_state.py:35-41
+)
+
+
+assert set(SITE_NAMES) <= set(_TEMPLATES), "a call site of the contract has no template"
+
+
+def written_accesses(name: str) -> int:
+    """State accesses written in a template (fields through `$S`, plus direct lookups)."""
+    body = _TEMPLATES[name]
+    return body.count("$S.") + len(re.findall(r"\b(?:get|peek)\(req\)\.", body))
+
 
 def render(name: str, pattern: str) -> str:
-    """The source of one call site for one access pattern."""
-    if pattern not in PATTERNS:
+    """The source of one call site for one access pattern (`direct`: the fields are the
+    request's own attributes, read as `req.meta` with no lookup: a revision that keeps them
+    on Req)."""
+    if pattern not in (*PATTERNS, DIRECT):
         raise ValueError(f"unknown access pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
     body = _TEMPLATES[name]
     if pattern == "cached":
         body = _CACHE_RE.sub(r"\1state = get(req)\n", body)
         return body.replace("$S", "state").lstrip("\n")
+    if pattern == DIRECT:
+        body = _CACHE_RE.sub("", body).replace("$S", "req")
+        return re.sub(r"\bget\(req\)", "req", body).lstrip("\n")
     return _CACHE_RE.sub("", body).replace("$S", "get(req)").lstrip("\n")
 
 
@@ -275,14 +348,21 @@ def null_callsites(strategy: Strategy, pattern: str) -> CallSites:
 
 
 def compile_callsites(strategy: Strategy, pattern: str) -> CallSites:
-    """The call sites for one strategy and access pattern (null ones if it holds no state)."""
+    """The call sites for one strategy and access pattern (null ones if it holds no state).
+    `as_written`: each call site with the pattern the strategy's revision uses there."""
+    check_pattern(strategy, pattern)
     if not strategy.holds_state:
         return null_callsites(strategy, pattern)
     namespace: dict[str, Any] = {"get": strategy.get, "peek": strategy.peek}
     funcs: dict[str, Any] = {}
     for name in _TEMPLATES:
-        source = render(name, pattern)
-        filename = f"<callsite {name}:{strategy.name}:{pattern}>"
+        site_pattern = pattern
+        if pattern == AS_WRITTEN:
+            site_pattern = strategy.site_patterns.get(name, "per_field")
+            if name.startswith("capture_layers") and DIRECT in strategy.site_patterns.values():
+                site_pattern = DIRECT  # the scan reads the request's own field too
+        source = render(name, site_pattern)
+        filename = f"<callsite {name}:{strategy.name}:{site_pattern}>"
         # Registered with linecache so tracebacks and profilers can show the generated lines.
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         exec(compile(source, filename, "exec"), namespace)

@@ -30,8 +30,8 @@ import json
 from array import array
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePath
+from typing import Any, Protocol
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "request_models"
 # The model the PR targets: the fork's head (bytedance-iaas/sglang c96e68b62b).
@@ -50,6 +50,25 @@ MAX_INLINE_DEPTH = 4
 
 class ImportReqError(ValueError):
     """The file cannot be read as a schedule_batch.py (one line, exit 2 from the CLI)."""
+
+
+class Files(Protocol):
+    """Where source files are read from: the disk, or one revision of a git repository
+    (bench.target.tree). Paths are those of the schedule_batch.py given and its siblings."""
+
+    def read_text(self, path: PurePath) -> str: ...
+
+    def is_file(self, path: PurePath) -> bool: ...
+
+
+class Disk:
+    """Files on disk."""
+
+    def read_text(self, path: PurePath) -> str:
+        return Path(path).read_text(encoding="utf-8")
+
+    def is_file(self, path: PurePath) -> bool:
+        return Path(path).is_file()
 
 
 @dataclass(frozen=True)
@@ -121,9 +140,10 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
 
 
 class _Reader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: PurePath, files: Files) -> None:
         self.path = path
-        self.tree = _parse(path)
+        self.files = files
+        self.tree = _parse(path, files)
         self.params: dict[str, Any] = {}
         self.required: dict[str, str] = {}
         self.attrs: dict[str, Attr] = {}
@@ -146,10 +166,10 @@ class _Reader:
         self._walk(init[0].body, methods, init[1], depth=0, nested=False)
 
     def _methods(
-        self, cls: ast.ClassDef, tree: ast.Module, where: Path
-    ) -> dict[str, tuple[ast.FunctionDef, Path]]:
+        self, cls: ast.ClassDef, tree: ast.Module, where: PurePath
+    ) -> dict[str, tuple[ast.FunctionDef, PurePath]]:
         """A class's methods, then its bases' (same module, or a module of the package)."""
-        out: dict[str, tuple[ast.FunctionDef, Path]] = {}
+        out: dict[str, tuple[ast.FunctionDef, PurePath]] = {}
         for base in cls.bases:
             name = base.id if isinstance(base, ast.Name) else None
             if name is None:
@@ -167,8 +187,8 @@ class _Reader:
         return out
 
     def _base(
-        self, name: str, tree: ast.Module, where: Path
-    ) -> tuple[ast.ClassDef, ast.Module, Path] | None:
+        self, name: str, tree: ast.Module, where: PurePath
+    ) -> tuple[ast.ClassDef, ast.Module, PurePath] | None:
         local = self.classes(tree).get(name)
         if local is not None:
             return local, tree, where
@@ -181,8 +201,8 @@ class _Reader:
                 parts = node.module.split(".")
                 for parent in where.parents:
                     candidate = parent.joinpath(*parts).with_suffix(".py")
-                    if parent.name != parts[0] and candidate.is_file():
-                        other = _parse(candidate)
+                    if parent.name != parts[0] and self.files.is_file(candidate):
+                        other = _parse(candidate, self.files)
                         cls = self.classes(other).get(name)
                         if cls is not None:
                             return cls, other, candidate
@@ -205,8 +225,8 @@ class _Reader:
     def _walk(
         self,
         body: list[ast.stmt],
-        methods: dict[str, tuple[ast.FunctionDef, Path]],
-        where: Path,
+        methods: dict[str, tuple[ast.FunctionDef, PurePath]],
+        where: PurePath,
         *,
         depth: int,
         nested: bool,
@@ -239,7 +259,7 @@ class _Reader:
                 self._walk(handler.body, methods, where, depth=depth, nested=True)
 
     def _assign(
-        self, target: ast.expr, value: ast.expr, line: int, where: Path, nested: bool
+        self, target: ast.expr, value: ast.expr, line: int, where: PurePath, nested: bool
     ) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             for t in target.elts:
@@ -345,12 +365,12 @@ class _Reader:
         return "object", None
 
 
-def _parse(path: Path) -> ast.Module:
+def _parse(path: PurePath, files: Files) -> ast.Module:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = files.read_text(path)
     except FileNotFoundError:
         raise ImportReqError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ImportReqError(f"{path}: cannot be read ({exc})") from None
     try:
         return ast.parse(text, filename=str(path))
@@ -358,15 +378,18 @@ def _parse(path: Path) -> ast.Module:
         raise ImportReqError(f"{path}: not valid Python ({exc.msg} at line {exc.lineno})") from None
 
 
-def import_req(path: Path, name: str, origin: str = "") -> RequestModel:
-    """Read a schedule_batch.py; ImportReqError (one line) when it is not one."""
-    reader = _Reader(Path(path))
+def import_req(
+    path: PurePath, name: str, origin: str = "", files: Files | None = None
+) -> RequestModel:
+    """Read a schedule_batch.py (from disk, or from `files`: one revision of a repository);
+    ImportReqError (one line) when it is not one."""
+    reader = _Reader(path if files is not None else Path(path), files or Disk())
     reader.read()
     attrs = tuple(sorted(reader.attrs.values(), key=lambda a: (a.where != "", a.where, a.line)))
     params = tuple(Param(k, v) for k, v in reader.params.items())
     return RequestModel(
         name=name,
-        origin=origin or str(Path(path).name),
+        origin=origin or str(PurePath(path).name),
         attrs=attrs,
         params=params,
         inlined=tuple(dict.fromkeys(reader.inlined)),
@@ -383,9 +406,14 @@ def available() -> tuple[str, ...]:
 
 
 def load(name: str) -> RequestModel | None:
-    """A shipped model (None for `synthetic`, the generated table); ValueError if unknown."""
+    """A shipped model by name (None for `synthetic`, the generated table), or a table file
+    (a path ending in .json: a target revision's own Req); ValueError if unknown."""
     if name == SYNTHETIC:
         return None
+    if name.endswith(".json"):
+        if not Path(name).is_file():
+            raise ValueError(f"request model table {name}: no such file")
+        return _read(Path(name))
     path = DATA_DIR / f"{name}.json"
     if not path.is_file():
         raise ValueError(f"unknown request model {name!r}; choose from {', '.join(available())}")

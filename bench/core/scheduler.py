@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.core.allocator import IntervalAllocator
 from bench.core.arrivals import Arrival, request_stream
-from bench.core.callsites import PATTERNS, CallSites, compile_callsites
+from bench.core.callsites import CallSites, check_pattern, compile_callsites
 from bench.core.hostpool import HostPool
 from bench.core.scenarios import Scenario
 from bench.core.workload import RequestSource
@@ -130,17 +130,20 @@ class SchedulerLoop:
         sites: CallSites | None = None,
         requests: RequestSource | None = None,
     ) -> None:
-        if pattern not in PATTERNS:
-            raise ValueError(
-                f"unknown access pattern {pattern!r}; choose from {', '.join(PATTERNS)}"
-            )
+        check_pattern(strategy, pattern)
         self.strategy = strategy
         self.scenario = scenario
         self.pattern = pattern
         self.pool = pool
         self.verify = verify and strategy.holds_state
         self.sites = sites or compile_callsites(strategy, pattern)
-        self.scan = self.sites.capture_layers(scenario.capture)
+        # A revision's own code decides how it scans (strategy.capture); else the scenario.
+        self.scan = self.sites.capture_layers(strategy.capture or scenario.capture)
+        # Where the scan runs (strategies/_contract.py FORWARD_SCAN): every forward, or once per
+        # prefill batch (a batch-level field the decode forwards read), or nowhere.
+        self.scans_here = strategy.forward_scan == "every_forward" or (
+            strategy.forward_scan == "prefill_batch" and scenario.loop == "prefill"
+        )
         self.allocator = IntervalAllocator(pool.shape.rows)
         self.req_cls = (requests or RequestSource()).make(strategy)
         # Request ids unique across every scheduler in this process (rid_dict keys by them).
@@ -199,8 +202,13 @@ class SchedulerLoop:
             self._batches.popleft()
 
     def _scan(self, reqs: list[Any]) -> list[int] | None:
+        if not self.scans_here:
+            return None
         layers = None
-        for _ in range(self.scenario.scans_per_forward):
+        scans = (
+            self.scenario.scans_per_forward if self.strategy.forward_scan == "every_forward" else 1
+        )
+        for _ in range(scans):
             layers = self.scan(reqs)
         return layers
 
@@ -287,11 +295,13 @@ class PrefillLoop(SchedulerLoop):
         self._prefill_batch = len(batch)
         self._bookkeeping(len(batch))
         if batch:
-            capturing = self._scan([t.req for t, *_ in batch]) is not None
-            if self.verify and capturing != (
-                self.scenario.hidden_transfer and any(t.pd for t, *_ in batch)
-            ):
-                raise VerificationError(f"capture scan at step {self.step_no}: {capturing}")
+            truth = self.scenario.hidden_transfer and any(t.pd for t, *_ in batch)
+            if self.scans_here:
+                capturing = self._scan([t.req for t, *_ in batch]) is not None
+                if self.verify and capturing != truth:
+                    raise VerificationError(f"capture scan at step {self.step_no}: {capturing}")
+            else:  # no scan in this code: the batch knows (a batch-level field)
+                capturing = truth
             self._process_result(batch, capturing)
         self._process_inflight()
         self._retire()

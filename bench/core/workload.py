@@ -351,6 +351,9 @@ class RequestSource:
     real: bool = False
 
     def make(self, strategy: Strategy | None) -> type:
+        if strategy is not None and strategy.request_model:
+            # a revision of a user's tree: its own Req, whatever the run's default
+            return make_request_class(strategy, model=strategy.request_model)
         if self.real:
             from bench.core.sglang_req import make_sglang_request_class
 

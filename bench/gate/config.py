@@ -12,6 +12,8 @@ scenarios = ["prefill-dspark", "decode-dspark"]  # the scheduler scenarios of th
 instr_steps = 20
 instr_lookup_live = 2000
 instr_lookup_passes = 3
+threshold_us = 50.0                    # wall clock, step benchmarks: µs per iteration, and/or
+threshold_share_pct = 0.1              # percent of the scenario's forward time (larger bound wins)
 [tool.reqstate-bench.gate.thresholds]  # per-benchmark overrides, in percent
 "step/pr652/scenario=decode-dspark/pattern=per_field" = 3.0
 """
@@ -55,6 +57,10 @@ class GateConfig:
     instr_heap_shifts: int = 3  # heap layouts per side (the A/A copy gets as many others)
     seed: int = 0
     thresholds: dict[str, float] = field(default_factory=dict)  # per-benchmark overrides, %
+    # Wall clock, step benchmarks: judge the change per iteration in these units instead of
+    # percent of the harness's loop (the larger bound applies; unset: percent).
+    threshold_us: float | None = None  # microseconds per scheduler iteration
+    threshold_share_pct: float | None = None  # percent of the scenario's forward time
 
     def benchmarks(self, mode: str) -> list[str]:
         live = self.instr_lookup_live if mode == "instructions" else self.lookup_live
@@ -117,6 +123,12 @@ def load_gate_config(pyproject: Path, **overrides: Any) -> GateConfig:
         raise UsageError(str(exc)) from None
     if config.values < 3:
         raise UsageError("gate values must be at least 3")
+    for key in ("threshold_us", "threshold_share_pct"):
+        value = getattr(config, key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+        ):
+            raise UsageError(f"gate {key} must be a number >= 0, got {value!r}")
     if not config.strategies:
         raise UsageError("gate strategies must not be empty")
     if not config.scenarios:

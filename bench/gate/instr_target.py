@@ -22,7 +22,7 @@ from array import array
 from bench.core.hostpool import HostPool, host_hidden
 from bench.core.scenarios import get as get_scenario
 from bench.core.scheduler import make_scheduler, warmup_steps
-from bench.core.workload import make_request_class
+from bench.core.workload import RequestSource
 from bench.names import BenchName
 from strategies import Strategy, load_builtin, load_external
 
@@ -66,7 +66,7 @@ def run(
         sched.run(iterations)
         return ballast
     n = bench.int("live")
-    cls = make_request_class(strategy)
+    cls = RequestSource().make(strategy)  # a revision's own Req when it brings one
     reqs = [cls(f"i{i}", array("q", (1, 2)), 1) for i in range(n)]
     get = strategy.get
     for r in reqs:

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,101 +50,119 @@ def _setarch() -> list[str]:
     return [exe, platform.machine(), "-R"] if exe else []
 
 
-def count_instructions(
-    tree: Path,
+@dataclass(frozen=True)
+class Side:
+    """How one side of an instruction gate is counted: in which tree, under which benchmark
+    name (a base tree may name it differently), with which target options and strategy files,
+    in which heap layouts."""
+
+    tree: Path
+    shifts: range
+    names: dict[str, str] = field(default_factory=dict)  # the candidate's name -> this side's
+    options: tuple[str, ...] | None = None  # the target options this tree takes (None: all)
+    external: tuple[str, ...] = ()  # strategy files the target loads (--external)
+
+    def name(self, benchmark: str) -> str:
+        return self.names.get(benchmark, benchmark)
+
+
+def _command(
+    side: Side,
     benchmark: str,
     iterations: int,
     *,
     live: int,
     seed: int,
-    heap_shift: int = 0,
-    options: tuple[str, ...] | None = None,
-) -> int:
-    """callgrind's total instruction count of one target run in `tree` (`options`: the target
-    options that tree understands; None: all of them)."""
-    valgrind = check_valgrind()
+    heap_shift: int,
+    out: Path,
+    python: str = sys.executable,
+    perf_map: bool = False,
+) -> list[str]:
     wanted = {"--live": str(live), "--seed": str(seed), "--heap-shift": str(heap_shift)}
     extra = [
         arg
         for opt, value in wanted.items()
-        if options is None or opt in options
+        if side.options is None or opt in side.options
         for arg in (opt, value)
     ]
+    for path in side.external:
+        extra += ["--external", path]
+    return [
+        *_setarch(),
+        check_valgrind(),
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        python,
+        *(["-X", "perf"] if perf_map else []),
+        "-m",
+        "bench.instr_target",
+        side.name(benchmark),
+        "--iterations",
+        str(iterations),
+        *extra,
+    ]
+
+
+def _callgrind(cmd: list[str], tree: Path, label: str, out: Path) -> str:
+    """Run one callgrind command in `tree`; the output file's text."""
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, timeout=RUN_TIMEOUT_S, **_CAPTURE)
+    except subprocess.TimeoutExpired:
+        raise DataError(f"{label}: callgrind run timed out after {RUN_TIMEOUT_S} s") from None
+    if proc.returncode != 0 or not out.exists():
+        tail = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("==")]
+        last = tail[-1] if tail else f"exit status {proc.returncode}"
+        raise DataError(f"{label} in {tree.name}: instruction target failed: {last}")
+    return out.read_text(encoding="utf-8", errors="replace")
+
+
+def total_of(text: str, label: str) -> int:
+    for line in text.splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise DataError(f"{label}: callgrind wrote no totals line")
+
+
+def count_instructions(
+    side: Side, benchmark: str, iterations: int, *, live: int, seed: int, heap_shift: int = 0
+) -> int:
+    """callgrind's total instruction count of one target run on one side."""
     with tempfile.TemporaryDirectory(prefix="reqstate-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
-        cmd = [
-            *_setarch(),
-            valgrind,
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            "-m",
-            "bench.instr_target",
-            benchmark,
-            "--iterations",
-            str(iterations),
-            *extra,
-        ]
-        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-        try:
-            proc = subprocess.run(cmd, cwd=tree, env=env, timeout=RUN_TIMEOUT_S, **_CAPTURE)
-        except subprocess.TimeoutExpired:
-            raise DataError(
-                f"{benchmark}: callgrind run timed out after {RUN_TIMEOUT_S} s"
-            ) from None
-        if proc.returncode != 0 or not out.exists():
-            tail = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("==")]
-            last = tail[-1] if tail else f"exit status {proc.returncode}"
-            raise DataError(f"{benchmark} in {tree.name}: instruction target failed: {last}")
-        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith(("totals:", "summary:")):
-                return int(line.split()[1])
-        raise DataError(f"{benchmark}: callgrind wrote no totals line")
+        cmd = _command(
+            side, benchmark, iterations, live=live, seed=seed, heap_shift=heap_shift, out=out
+        )
+        return total_of(_callgrind(cmd, side.tree, benchmark, out), benchmark)
 
 
 def measure(
-    trees: dict[str, Path],
+    sides: dict[str, Side],
     benchmarks: dict[str, tuple[int, int]],
     *,
     seed: int,
-    heap_shifts: int = 3,
     progress: object = None,
-    bases: dict[str, Base] | None = None,
 ) -> dict[str, dict[str, list[int]]]:
     """{side: {benchmark: [instructions of the iterations, one per heap layout]}}.
 
-    benchmarks maps name -> (iterations, live requests). Baseline and candidate are counted
-    with heap shifts 0..heap_shifts-1, the A/A copy (side "aa") with the next heap_shifts
-    shifts: identical code in other layouts, so its counts show how far layout alone moves
-    this benchmark (an A/A in the same layouts would agree to the instruction and show
-    nothing). Runs use every core: counts do not depend on what else the machine does."""
-
-    def shifts(side: str) -> range:
-        first = heap_shifts if side == "aa" else 0
-        return range(first, first + heap_shifts)
-
+    benchmarks maps name -> (iterations, live requests). Each side is counted in its own heap
+    layouts (Side.shifts): the A/A copy in other layouts than the candidate, so its counts show
+    how far layout alone moves a benchmark (an A/A in the same layouts would agree to the
+    instruction and show nothing). Runs use every core: counts do not depend on what else the
+    machine does."""
     jobs = [
         (side, name, n, k)
-        for side in trees
+        for side, spec in sides.items()
         for name, (iters, _live) in benchmarks.items()
         for n in (0, iters)
-        for k in shifts(side)
+        for k in spec.shifts
     ]
     counts: dict[tuple[str, str, int, int], int] = {}
 
-    speak = bases or {}
-
     def one(job: tuple[str, str, int, int]) -> None:
         side, name, n, k = job
-        base = speak.get(side)
         counts[job] = count_instructions(
-            trees[side],
-            name if base is None else base.name(name),
-            n,
-            live=benchmarks[name][1],
-            seed=seed,
-            heap_shift=k,
-            options=None if base is None else base.instr_options,
+            sides[side], name, n, live=benchmarks[name][1], seed=seed, heap_shift=k
         )
         if callable(progress):
             progress(len(counts), len(jobs), f"{side} {name} x{n} shift {k}")
@@ -152,40 +171,47 @@ def measure(
         list(pool.map(one, jobs))
     return {
         side: {
-            name: [
-                counts[(side, name, iters, k)] - counts[(side, name, 0, k)] for k in shifts(side)
-            ]
+            name: [counts[(side, name, iters, k)] - counts[(side, name, 0, k)] for k in spec.shifts]
             for name, (iters, _live) in benchmarks.items()
         }
-        for side in trees
+        for side, spec in sides.items()
     }
 
 
-def measure_gate(
-    cfg: GateConfig, trees: dict[str, Path], bases: dict[str, Base]
-) -> dict[str, dict[str, list[float]]]:
-    """{side: {benchmark: [instructions]}} for the gated benchmarks of instruction mode."""
+def gate_benchmarks(cfg: GateConfig) -> dict[str, tuple[int, int]]:
+    """name -> (iterations, live requests) of the gated benchmarks in instruction mode."""
     benchmarks: dict[str, tuple[int, int]] = {}
     for name in cfg.benchmarks("instructions"):
         if BenchName.parse(name).kind == "step":
             benchmarks[name] = (cfg.instr_steps, 0)  # the scenario in the name sizes it
         else:
             benchmarks[name] = (cfg.instr_lookup_passes, cfg.instr_lookup_live)
+    return benchmarks
 
-    def report(done: int, total: int, label: str) -> None:
-        print(f"[gate] callgrind {done}/{total}: {label}", file=sys.stderr, flush=True)
 
-    for base in bases.values():  # a name the base cannot measure stops here, not mid-run
-        for name in benchmarks:
-            base.name(name)
-    counts = measure(
-        trees,
-        benchmarks,
-        seed=cfg.seed,
-        heap_shifts=cfg.instr_heap_shifts,
-        progress=report,
-        bases=bases,
-    )
+def report_progress(done: int, total: int, label: str) -> None:
+    print(f"[gate] callgrind {done}/{total}: {label}", file=sys.stderr, flush=True)
+
+
+def measure_gate(
+    cfg: GateConfig, trees: dict[str, Path], bases: dict[str, Base]
+) -> dict[str, dict[str, list[float]]]:
+    """{side: {benchmark: [instructions]}} for the gated benchmarks of instruction mode, the
+    trees given (base, candidate, aa), `bases` saying how to speak to an older base tree."""
+    benchmarks = gate_benchmarks(cfg)
+    k = cfg.instr_heap_shifts
+    sides = {}
+    for side, tree in trees.items():
+        base = bases.get(side)
+        # a name the base cannot measure stops here, not mid-run
+        names = {n: base.name(n) for n in benchmarks} if base is not None else {}
+        sides[side] = Side(
+            tree,
+            range(k, 2 * k) if side == "aa" else range(k),
+            names=names,
+            options=None if base is None else base.instr_options,
+        )
+    counts = measure(sides, benchmarks, seed=cfg.seed, progress=report_progress)
     return {
         side: {n: [float(c) for c in cs] for n, cs in per.items()} for side, per in counts.items()
     }

@@ -14,6 +14,7 @@ from pathlib import Path
 from bench import stats
 from bench.errors import DataError
 from bench.gate.config import GateConfig
+from bench.names import BenchName
 from bench.storage import read_json
 
 SCHEMA = "reqstate-bench-gate/1"
@@ -32,10 +33,25 @@ class Judgement:
     noise_pct: float
     bound_pct: float
     verdict: str  # pass | regression | improvement
+    # Step benchmarks in wall-clock mode: the change in seconds per iteration (median over
+    # rounds of the per-round paired difference, with its CI), the scenario's forward time, and
+    # (when a threshold is set in those units) the bound the change was judged against.
+    change_s: float | None = None
+    change_s_low: float | None = None
+    change_s_high: float | None = None
+    forward_s: float | None = None
+    bound_s: float | None = None
 
     @property
     def change_pct(self) -> float:
         return (self.ratio - 1) * 100
+
+    @property
+    def share_of_forward(self) -> float | None:
+        """The change per iteration as a share of the scenario's forward time."""
+        if self.change_s is None or not self.forward_s:
+            return None
+        return self.change_s / self.forward_s
 
 
 def _verdict(change_pct: float, bound_pct: float, significant: bool) -> str:
@@ -53,6 +69,35 @@ class Sides:
     base: list[float]
     cand: list[float]
     aa: list[float] | None
+
+
+@dataclass(frozen=True)
+class UnitThreshold:
+    """A bound in the units a maintainer decides with (step benchmarks, wall clock): seconds per
+    iteration, and/or a share of the scenario's forward time. The larger applies."""
+
+    seconds: float | None = None
+    share: float | None = None  # of the forward, e.g. 0.001 = 0.1%
+
+    def bound_s(self, forward_s: float | None) -> float | None:
+        parts = [x for x in (self.seconds,) if x is not None]
+        if self.share is not None and forward_s:
+            parts.append(self.share * forward_s)
+        return max(parts) if parts else None
+
+
+def forward_s_of(name: str) -> float | None:
+    """A step benchmark's forward time (its scenario preset), in seconds."""
+    from bench.core.scenarios import get
+
+    bench = BenchName.parse(name)
+    scenario = bench.get("scenario")
+    if bench.kind != "step" or scenario is None:
+        return None
+    try:
+        return get(scenario).forward_ms / 1e3
+    except ValueError:
+        return None
 
 
 def per_round(values: list[float], per_process: int) -> list[float]:
@@ -86,6 +131,20 @@ class WallRule:
 
     values_per_process: int
     paired: bool
+    units: UnitThreshold = UnitThreshold()
+
+    def _difference(self, num: list[float], den: list[float]) -> tuple[float, float, float]:
+        """Median over rounds of each round's median paired difference num - den, with a
+        bootstrap CI over rounds (unpaired: difference of medians, CI of each round's)."""
+        k = self.values_per_process
+        if self.paired and len(num) == len(den):
+            diffs = per_round([n - d for n, d in zip(num, den, strict=True)], k)
+        else:
+            a, b = per_round(num, k), per_round(den, k)
+            m = stats.median(b)
+            diffs = [x - m for x in a]
+        lo, hi = stats.bootstrap_median_ci(diffs) if len(diffs) > 1 else (diffs[0], diffs[0])
+        return stats.median(diffs), lo, hi
 
     def _change(self, num: list[float], den: list[float]) -> stats.Comparison:
         k = self.values_per_process
@@ -109,6 +168,37 @@ class WallRule:
             # the bound at ~15% on this machine, hiding a real +10%).
             noise = abs(aa_cmp.ratio - 1) * 100
         bound = max(threshold, noise)
+        verdict = _verdict((cmp.ratio - 1) * 100, bound, cmp.significant)
+        forward = forward_s_of(name)
+        if forward is None:
+            return Judgement(
+                name,
+                stats.median(base),
+                stats.median(cand),
+                cmp.ratio,
+                cmp.ci_low,
+                cmp.ci_high,
+                cmp.p_value,
+                threshold,
+                noise,
+                bound,
+                verdict,
+            )
+        change, lo, hi = self._difference(sides.cand, sides.base)
+        bound_s = self.units.bound_s(forward)
+        if bound_s is not None:
+            # Judged in seconds per iteration: the paired difference's CI must exclude zero,
+            # and the change exceed the bound and what identical code moves (the A/A copy).
+            if aa and len(aa) > 1:
+                bound_s = max(bound_s, abs(self._difference(aa, sides.cand)[0]))
+            significant = not lo <= 0.0 <= hi
+            verdict = (
+                "regression"
+                if significant and change > bound_s
+                else "improvement"
+                if significant and -change > bound_s
+                else "pass"
+            )
         return Judgement(
             name,
             stats.median(base),
@@ -120,7 +210,12 @@ class WallRule:
             threshold,
             noise,
             bound,
-            _verdict((cmp.ratio - 1) * 100, bound, cmp.significant),
+            verdict,
+            change_s=change,
+            change_s_low=lo,
+            change_s_high=hi,
+            forward_s=forward,
+            bound_s=bound_s,
         )
 
 
@@ -168,8 +263,12 @@ def judge(
     cfg: GateConfig, mode: str, values: dict[str, dict[str, list[float]]], *, paired: bool
 ) -> list[Judgement]:
     """Fail closed: a gated benchmark without data on a side is a DataError."""
+    units = UnitThreshold(
+        seconds=None if cfg.threshold_us is None else cfg.threshold_us / 1e6,
+        share=None if cfg.threshold_share_pct is None else cfg.threshold_share_pct / 100,
+    )
     rule: WallRule | InstructionRule = (
-        InstructionRule() if mode == "instructions" else WallRule(cfg.values, paired)
+        InstructionRule() if mode == "instructions" else WallRule(cfg.values, paired, units)
     )
     out = []
     for name in cfg.benchmarks(mode):

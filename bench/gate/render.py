@@ -18,18 +18,41 @@ def _change(j: Judgement, mode: str) -> str:
     return f"{j.change_pct:+.2f}% [{(j.ci_low - 1) * 100:+.1f}, {(j.ci_high - 1) * 100:+.1f}]"
 
 
+def _per_iteration(j: Judgement) -> str:
+    """'+12.3 µs [+8.0, +16.1]' for a step benchmark in wall-clock mode, else ''."""
+    if j.change_s is None or j.change_s_low is None or j.change_s_high is None:
+        return ""
+    return (
+        f"{j.change_s * 1e6:+,.1f} µs [{j.change_s_low * 1e6:+,.1f}, {j.change_s_high * 1e6:+,.1f}]"
+    )
+
+
+def _share(j: Judgement) -> str:
+    share = j.share_of_forward
+    if share is None or j.forward_s is None:
+        return ""
+    return f"{share * 100:+.4f}% of {j.forward_s * 1e3:,.0f} ms"
+
+
+def _bound(j: Judgement) -> str:
+    if j.bound_s is not None:
+        return f"{j.bound_s * 1e6:,.1f} µs"
+    return f"{j.bound_pct:.1f}%"
+
+
 def render_terminal(judgements: list[Judgement], mode: str, status: str) -> str:
     w = max([40, *(len(j.benchmark) for j in judgements)])
     head = (
         f"{'benchmark':<{w}} {'baseline':>16} {'candidate':>16} {'change [95% CI]':>26} "
-        f"{'A/A':>6} {'bound':>6}  verdict"
+        f"{'per iteration [95% CI]':>28} {'A/A':>6} {'bound':>10}  verdict"
     )
     lines = [head, "-" * len(head)]
     for j in judgements:
         verdict = j.verdict.upper() if j.verdict == "regression" else j.verdict
         lines.append(
             f"{j.benchmark:<{w}} {_fmt(j.base, mode):>16} {_fmt(j.candidate, mode):>16}"
-            f" {_change(j, mode):>26} {j.noise_pct:5.1f}% {j.bound_pct:5.1f}%  {verdict}"
+            f" {_change(j, mode):>26} {_per_iteration(j):>28} {j.noise_pct:5.1f}% "
+            f"{_bound(j):>10}  {verdict}"
         )
     lines.append(verdict_line(judgements, mode, status).replace("**", ""))
     return "\n".join(lines)
@@ -51,10 +74,32 @@ def verdict_line(judgements: list[Judgement], mode: str, status: str) -> str:
     )
     head = worst[0]
     more = f", and {len(worst) - 1} more" if len(worst) > 1 else ""
+    per_iter = _per_iteration(head)
+    units = f", {per_iter} per iteration, {_share(head)}" if per_iter else ""
     return (
         f"**reqstate-bench gate: REGRESSION** ({mode} mode): `{head.benchmark}` "
-        f"{head.change_pct:+.2f}% (bound {head.bound_pct:.1f}%){more}."
+        f"{head.change_pct:+.2f}%{units} (bound {_bound(head)}){more}."
     )
+
+
+def where_markdown(where: list[dict[str, Any]]) -> list[str]:
+    """Instruction mode: per benchmark, the functions whose instructions per iteration moved
+    most between the two sides (bench.gate.attribution)."""
+    out = ["**Where the change is** (callgrind, per scheduler iteration or lookup pass):", ""]
+    for entry in where:
+        out += [
+            f"`{entry['benchmark']}` ({entry['note']}):",
+            "",
+            "| function | kind | baseline | candidate | change |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for f in entry["functions"]:
+            out.append(
+                f"| `{f['name']}` | {'Python, inclusive' if f['python'] else 'C, self'} "
+                f"| {f['base']:,.0f} | {f['head']:,.0f} | {f['head'] - f['base']:+,.0f} |"
+            )
+        out.append("")
+    return out
 
 
 def error_markdown(message: str, mode: str) -> str:
@@ -82,7 +127,17 @@ def render_markdown(
             "is judged and can differ from the ratio of the two medians when rounds drift; A/A: "
             "how far an identical copy of the candidate strays in this job"
         )
-        head = "| benchmark | baseline | candidate | change [95% CI] | A/A | bound | verdict |"
+        columns += (
+            "; per iteration: median over rounds of the per-round paired difference candidate "
+            "minus baseline, in µs per scheduler iteration with its 95% CI, and as a share of "
+            "the scenario's forward time (step benchmarks); bound: in µs where a threshold in "
+            "those units is set (threshold_us, threshold_share_pct), else in percent"
+        )
+        head = (
+            "| benchmark | baseline | candidate | change [95% CI] | per iteration [95% CI] "
+            "| share of forward | A/A | bound | verdict |"
+        )
+    wall = mode != "instructions"
     lines = [
         verdict_line(judgements, mode, status),
         "",
@@ -91,14 +146,20 @@ def render_markdown(
         "(the larger of the threshold and the A/A deviation).",
         "",
         head,
-        "|---|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        if wall
+        else "|---|---:|---:|---:|---:|---:|---|",
     ]
     for j in judgements:
+        units = f" | {_per_iteration(j)} | {_share(j)}" if wall else ""
         lines.append(
             f"| `{j.benchmark}` | {_fmt(j.base, mode)} | {_fmt(j.candidate, mode)} "
-            f"| {_change(j, mode)} | {j.noise_pct:.1f}% | {j.bound_pct:.1f}% | {icon[j.verdict]} |"
+            f"| {_change(j, mode)}{units} | {j.noise_pct:.1f}% | {_bound(j)} | {icon[j.verdict]} |"
         )
     lines += ["", f"Columns: {columns}."]
+    where = meta.get("where") or []
+    if where:
+        lines += ["", *where_markdown(where)]
     notes = meta.get("base_notes") or []
     if notes:
         lines += ["", "Across trees: " + "; ".join(str(n) for n in notes) + "."]

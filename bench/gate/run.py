@@ -16,7 +16,7 @@ import functools
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from bench.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError, one_line
 from bench.gate import protocol, wall
 from bench.gate.config import GateConfig
 from bench.gate.git import default_base, snapshot, worktree
-from bench.gate.judge import SCHEMA, judge, load_baseline
+from bench.gate.judge import SCHEMA, Judgement, judge, load_baseline
 from bench.gate.render import error_markdown, render_markdown, render_terminal
 from bench.storage import ROOT, write_atomic, write_json
 
@@ -57,6 +57,39 @@ def _append_step_summary(markdown: str) -> None:
             f.write(markdown)
 
 
+@dataclass(frozen=True)
+class TargetSpec:
+    """--target PATH --base REV [--head REV]: a user's tree at two revisions."""
+
+    path: str
+    base: str
+    head: str | None = None  # None: the working tree
+
+
+def _measure_target(
+    cfg: GateConfig, mode: str, target: TargetSpec
+) -> tuple[GateConfig, dict[str, dict[str, list[float]]], dict[str, Any], list[Judgement]]:
+    """The revisions measured and judged: (gated config, values, meta, judgements)."""
+    from bench.gate import target as tgt
+
+    cfg = tgt.target_config(cfg)
+    with tempfile.TemporaryDirectory(prefix="reqstate-gate-target-") as tmp:
+        revs = tgt.prepare(target.path, target.base, target.head, Path(tmp))
+        meta = revs.meta()
+        wall.progress(
+            f"[gate] {mode} mode: {meta['base']} vs {meta['candidate']}, "
+            f"{len(cfg.benchmarks(mode))} benchmarks"
+        )
+        if mode == "wall":
+            values = tgt.measure_wall(cfg, revs)
+        else:
+            values = tgt.measure_instructions(cfg, revs)
+        judgements = judge(cfg, mode, values, paired=True)
+        if mode == "instructions":
+            meta["where"] = tgt.where(cfg, revs, judgements)
+    return cfg, values, meta, judgements
+
+
 @_errors_in_markdown
 def run_gate(
     cfg: GateConfig,
@@ -67,6 +100,7 @@ def run_gate(
     json_out: Path | None,
     markdown_out: Path | None,
     root: Path = ROOT,
+    target: TargetSpec | None = None,
 ) -> int:
     if mode not in MODES:
         raise UsageError(f"unknown gate mode {mode!r}; choose wall or instructions")
@@ -82,6 +116,8 @@ def run_gate(
                 raise UsageError(f"{out}: cannot create its folder ({exc.strerror})") from None
             if not os.access(out.parent, os.W_OK):
                 raise UsageError(f"{out}: folder is not writable")
+    if target is not None:
+        return _finish(*_measure_target(cfg, mode, target), json_out, markdown_out, root, mode)
     meta: dict[str, Any] = {"candidate": "working tree"}
     with contextlib.ExitStack() as stack:
         parent = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="reqstate-gate-")))
@@ -117,6 +153,20 @@ def run_gate(
         if baseline_values is not None:
             values["base"] = baseline_values
     judgements = judge(cfg, mode, values, paired=baseline_file is None)
+    return _finish(cfg, values, meta, judgements, json_out, markdown_out, root, mode)
+
+
+def _finish(
+    cfg: GateConfig,
+    values: dict[str, dict[str, list[float]]],
+    meta: dict[str, Any],
+    judgements: list[Judgement],
+    json_out: Path | None,
+    markdown_out: Path | None,
+    root: Path,
+    mode: str,
+) -> int:
+    """gate.json, gate.md, the step summary and the terminal table; the exit status."""
     status = "regression" if any(j.verdict == "regression" for j in judgements) else "pass"
     result = {
         "schema": SCHEMA,
@@ -127,7 +177,10 @@ def run_gate(
         "fingerprint": cfg.fingerprint(mode),
         "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()},
         "values": values,
-        "results": [{**asdict(j), "change_pct": j.change_pct} for j in judgements],
+        "results": [
+            {**asdict(j), "change_pct": j.change_pct, "share_of_forward": j.share_of_forward}
+            for j in judgements
+        ],
     }
     if json_out is None or markdown_out is None:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -9,6 +9,7 @@ step and lookup suites
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,11 @@ def run(ctx: WorkerContext) -> SuiteOutput:
 
     out = SuiteOutput()
     cfg = ctx.config
+    # Build order shuffled by the worker's index: no side is always built first (where a
+    # population lies in the heap is part of what a step or a lookup costs).
+    order = list(ctx.strategies)
+    random.Random(ctx.worker_index).shuffle(order)
+    ctx = dataclasses.replace(ctx, strategies=order)
     gate = cfg.extra.get("gate", {})
     ops = tuple(gate.get("lookup_ops", ("get_hit",)))
     live = int(gate.get("lookup_live", 10_000))

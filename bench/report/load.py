@@ -156,6 +156,22 @@ class RunData:
         """A strategy that holds no state (control) measures the harness, not a candidate."""
         return self.strategies.get(strategy, {}).get("holds_state") is False
 
+    def is_target(self, strategy: str) -> bool:
+        """A revision of a user's tree (--target), measured only as written."""
+        return bool(self.strategies.get(strategy, {}).get("target"))
+
+    def pattern_of(self, strategy: str) -> str:
+        """The access pattern a strategy's headline figures use: as written for a revision, the
+        PR's per_field for the built-in strategies (an A/A twin follows its original)."""
+        original = twin_of(strategy) or strategy
+        return "as_written" if self.is_target(original) else "per_field"
+
+    @property
+    def targets(self) -> dict[str, dict[str, Any]]:
+        """Revisions measured (--target), by strategy name: path, revision, full hash, layout."""
+        raw = self.manifest.get("targets") or {}
+        return {str(k): dict(v) for k, v in raw.items() if isinstance(v, dict)}
+
     def is_twin(self, strategy: str) -> bool:
         """An A/A twin of the baseline (<baseline>.aa): its row is the noise floor, never a
         candidate."""

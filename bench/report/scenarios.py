@@ -10,6 +10,7 @@ Reads the step suite's benchmarks (kind `step`) and the gc suite's (kind `gc`) b
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -211,23 +212,74 @@ def _difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
     return NetCost(median=stats.median(diffs), ci_low=lo, ci_high=hi, n=len(diffs))
 
 
+def interval_us(diff: NetCost) -> str:
+    """A paired difference with its interval: '25.2 µs [18.1, 31.0]'."""
+    return f"{us(diff.median)} [{diff.ci_low * 1e6:,.1f}, {diff.ci_high * 1e6:,.1f}]"
+
+
+def _difference_words(diff: NetCost | None) -> str:
+    """'significant' only where the paired interval of the difference excludes zero."""
+    if diff is None:
+        return "no paired values"
+    return "significant" if diff.significant else "within noise: its interval includes zero"
+
+
+def _target_sentences(run: RunData, case: Case, base: Cost) -> list[str]:
+    """Each other revision against the baseline revision, in the units a reviewer decides with."""
+    out = []
+    for name, meta in run.targets.items():
+        if name == run.baseline:
+            continue
+        c = case.cost(name, run.pattern_of(name))
+        if c is None or c.net is None:
+            continue
+        diff = _difference(run, c, base)
+        text = f"At {name} ({meta.get('layout', 'revision')}), as written, it costs {net_text(c)}"
+        if diff is not None:
+            word = "more" if diff.median > 0 else "less"
+            share = (
+                f"{pct(c.share(diff.median))} [{pct(c.share(diff.ci_low))}, "
+                f"{pct(c.share(diff.ci_high))}] of the forward"
+            )
+            text += (
+                f": {us(abs(diff.median))} {word} per iteration than {run.baseline}, paired per "
+                f"round {interval_us(diff)} ({share}; {_difference_words(diff)})"
+            )
+        if c.lookups is not None and base.lookups is not None:
+            text += (
+                f"; state lookups per iteration {base.lookups:,.1f} → {c.lookups:,.1f}, states "
+                f"created {base.created or 0:,.2f} → {c.created or 0:,.2f}"
+            )
+        out.append(text + ".")
+    return out
+
+
 def verdict_paragraph(run: RunData, case: Case) -> str:
-    """One paragraph a reviewer can paste (plain text; renderers escape it)."""
+    """One paragraph a reviewer can paste (plain text; renderers escape it). Every saving it
+    states is the paired per-round difference with its interval, and is called significant
+    only where that interval excludes zero."""
     source = case.sources.get("forward_ms", "")
     head = f"{case.title}: forward {case.forward_ms:,.0f} ms" + (f" ({source})" if source else "")
-    pr = case.cost(run.baseline, "per_field")
+    pattern = run.pattern_of(run.baseline)
+    pr = case.cost(run.baseline, pattern)
     if pr is None or pr.net is None:
         return head + ": no cost net of control (control or the baseline was not measured)."
+    who = (
+        f"The baseline revision ({run.baseline}, as written)"
+        if run.is_target(run.baseline)
+        else f"The PR as written ({run.baseline}, {pattern})"
+    )
     parts = [
-        head
-        + f". The PR as written ({run.baseline}, per_field) costs {net_text(pr)} per iteration "
-        f"net of the harness, {pct(pr.share(pr.net.median))} of a forward"
+        head + f". {who} costs {net_text(pr)} per iteration net of the harness, "
+        f"{pct(pr.share(pr.net.median))} of a forward"
     ]
     if pr.lookups is not None:
         parts[-1] += (
             f", with {pr.lookups:,.1f} state lookups and {pr.created or 0:,.2f} states created per iteration"
         )
     parts[-1] += "."
+    if run.targets:
+        return " ".join([*parts, *_target_sentences(run, case, pr)])
     candidates = [
         c
         for c in case.costs
@@ -235,49 +287,53 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
     ]
     best = min(candidates, key=lambda c: c.net.median if c.net else 0.0)
     review = case.cost(*REVIEW)
+    best_saving: NetCost | None = None
     for label, alt in (("The review's suggestion", review), ("The cheapest design measured", best)):
         if alt is None or alt.net is None or alt.bench == pr.bench:
             continue
         if label.startswith("The cheapest") and review is not None and alt.bench == review.bench:
             continue
         diff = _difference(run, pr, alt)
-        saved = pr.net.median - alt.net.median
-        verdict = (
-            "a significant saving"
-            if diff is not None and diff.significant and diff.median > 0
-            else "a significant loss"
-            if diff is not None and diff.significant
-            else "within noise"
-        )
+        if alt is best:
+            best_saving = diff
+        if diff is None:
+            parts.append(f"{label} ({alt.strategy}, {alt.pattern}) costs {net_text(alt)}.")
+            continue
+        verb = "saves" if diff.median >= 0 else "costs"
         parts.append(
-            f"{label} ({alt.strategy}, {alt.pattern}) costs {net_text(alt)}: switching saves "
-            f"{us(saved)} per iteration ({pct(pr.share(saved))} of the forward; {verdict})."
+            f"{label} ({alt.strategy}, {alt.pattern}) costs {net_text(alt)}: switching {verb} "
+            f"{interval_us(diff) if diff.median >= 0 else interval_us(_negated(diff))} per "
+            f"iteration, paired per round ({pct(pr.share(abs(diff.median)))} of the forward; "
+            f"{_difference_words(diff)})."
         )
     cached = case.cost(run.baseline, "cached")
-    if cached is not None:
+    if cached is not None and cached.bench != pr.bench:
         diff = _difference(run, pr, cached)
         if diff is not None:
-            word = "significant" if diff.significant else "within noise"
             effect = "saves" if diff.median >= 0 else "costs"
+            shown = diff if diff.median >= 0 else _negated(diff)
             parts.append(
                 f"For {run.baseline}, looking the state up once per call site instead of once per "
-                f"field {effect} {us(abs(diff.median))} per iteration ({word})."
+                f"field {effect} {interval_us(shown)} per iteration ({_difference_words(diff)})."
             )
-    if best.net is not None:
-        saving = pr.net.median - best.net.median
-        if saving > 0:
-            matters_below_ms = saving / MATERIAL_SHARE * 1e3
-            where = (
-                "so it matters here"
-                if matters_below_ms >= case.forward_ms
-                else "so at this forward time it does not"
-            )
-            parts.append(
-                f"The largest saving reaches {MATERIAL_SHARE:.0%} of a forward (the level at which "
-                f"scheduler wins get merged) only for forwards shorter than {matters_below_ms:,.2f} ms, "
-                f"{where}."
-            )
+    if best_saving is not None and best_saving.significant and best_saving.median > 0:
+        saving = best_saving.median
+        matters_below_ms = saving / MATERIAL_SHARE * 1e3
+        where = (
+            "so it matters here"
+            if matters_below_ms >= case.forward_ms
+            else "so at this forward time it does not"
+        )
+        parts.append(
+            f"The largest saving reaches {MATERIAL_SHARE:.0%} of a forward (the level at which "
+            f"scheduler wins get merged) only for forwards shorter than {matters_below_ms:,.2f} ms, "
+            f"{where}."
+        )
     return " ".join(parts)
+
+
+def _negated(diff: NetCost) -> NetCost:
+    return NetCost(median=-diff.median, ci_low=-diff.ci_high, ci_high=-diff.ci_low, n=diff.n)
 
 
 def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
@@ -295,7 +351,8 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
         leaders = []
         for c in mine:
             value = case_params(c.key).get(key, "?")
-            pr, cached = c.cost(run.baseline, "per_field"), c.cost(run.baseline, "cached")
+            pr = c.cost(run.baseline, run.pattern_of(run.baseline))
+            cached = c.cost(run.baseline, "cached")
             if pr is not None and cached is not None:
                 diff = _difference(run, pr, cached)
                 if diff is not None and diff.significant and diff.median > 0:
@@ -335,6 +392,105 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
             else f"{name}: no costs net of control."
         )
     return out
+
+
+# -- the request class --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """One strategy's request class as its workers built it."""
+
+    strategy: str
+    model: str
+    attributes: int
+    dict_bytes: int
+    tracked_values: int
+    construct_ns: float  # median over repetitions (all workers)
+    construct_ci_ns: tuple[float, float]
+
+
+def request_rows(run: RunData) -> list[RequestRow]:
+    data = run.suite("step")
+    if data is None:
+        return []
+    rows = []
+    for strategy in run.strategy_names():
+        f = data.extras.requests.get(strategy)
+        if f is None or not f.construct_ns:
+            continue
+        lo, hi = (
+            stats.bootstrap_median_ci(f.construct_ns)
+            if len(f.construct_ns) > 1
+            else (f.construct_ns[0], f.construct_ns[0])
+        )
+        rows.append(
+            RequestRow(
+                strategy,
+                f.model,
+                f.attributes,
+                f.dict_bytes,
+                f.tracked_values,
+                stats.median(f.construct_ns),
+                (lo, hi),
+            )
+        )
+    return rows
+
+
+REQUEST_HEAD = (
+    "strategy",
+    "request model",
+    "attributes",
+    "__dict__ bytes",
+    "GC-tracked values",
+    "construction µs [95% CI]",
+)
+
+
+def _request_cells(r: RequestRow) -> list[str]:
+    lo, hi = r.construct_ci_ns
+    return [
+        r.model,
+        f"{r.attributes:,}",
+        f"{r.dict_bytes:,}",
+        f"{r.tracked_values:,}",
+        f"{r.construct_ns / 1e3:,.2f} [{lo / 1e3:,.2f}, {hi / 1e3:,.2f}]",
+    ]
+
+
+def request_table(run: RunData) -> list[Html]:
+    rows = request_rows(run)
+    if not rows:
+        return []
+    body = [(td(tag("code", r.strategy)), *(num(x) for x in _request_cells(r))) for r in rows]
+    return [
+        tag("h3", "The request class"),
+        tag(
+            "p",
+            "Each strategy's request class as the step suite's workers built it: attributes after "
+            "__init__, sys.getsizeof of the instance dict, attribute values the cyclic collector "
+            "tracks, and the time to build one request (median over batches, collector paused). "
+            "A revision (--target) brings its own Req.",
+            class_="note",
+        ),
+        table(REQUEST_HEAD, body),
+    ]
+
+
+def request_markdown(run: RunData) -> list[str]:
+    from bench.report.markdown import md_table
+
+    rows = request_rows(run)
+    if not rows:
+        return []
+    body = [[f"`{r.strategy}`", *(esc_md(x) for x in _request_cells(r))] for r in rows]
+    return [
+        "**The request class** (as built by the workers):",
+        "",
+        md_table(list(REQUEST_HEAD), body),
+        "",
+    ]
 
 
 # -- terminal -----------------------------------------------------------------------------------
@@ -400,7 +556,7 @@ def _cost_table(run: RunData, case: Case) -> Html:
                 num("" if c.created is None else f"{c.created:,.2f}"),
                 num(
                     ""
-                    if gc is None or c.pattern != "per_field"
+                    if gc is None or c.pattern != run.pattern_of(c.strategy)
                     else f"{gc.collections_total_per_kstep:,.1f} / {gc.pause_ms_per_kstep:,.2f} ms"
                 ),
             )
@@ -448,6 +604,7 @@ def scenario_section(run: RunData, all_cases: Sequence[Case]) -> Html | None:
             class_="note",
         )
     ]
+    body += request_table(run)
     sweep = sweep_sentences(run, all_cases)
     if sweep:
         body += [
@@ -481,13 +638,14 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
         "",
     ]
     rows = []
+    designs: list[tuple[str, str]] = [(t, "as_written") for t in run.targets] or [
+        (run.baseline, "per_field"),
+        (run.baseline, "cached"),
+        REVIEW,
+        ("declared", "cached"),
+    ]
     for case in all_cases:
-        for who in (
-            (run.baseline, "per_field"),
-            (run.baseline, "cached"),
-            REVIEW,
-            ("declared", "cached"),
-        ):
+        for who in designs:
             c = case.cost(*who)
             if c is None or c.net is None:
                 continue
@@ -523,6 +681,27 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
     for case in all_cases:
         out += [f"- {esc_md(verdict_paragraph(run, case))}"]
     out += [f"- {esc_md(s)}" for s in sweep_sentences(run, all_cases)]
+    out.append("")
+    if run.targets:
+        out += request_markdown(run)
+        out += target_markdown(run)
+    return [*out, ""]
+
+
+def target_markdown(run: RunData) -> list[str]:
+    """The revisions measured: path, full hash, where the state lives, what is not modelled."""
+    out = ["**Revisions** (`--target`):", ""]
+    for name, meta in run.targets.items():
+        commit = meta.get("commit") or "working tree"
+        out.append(
+            f"- `{name}`: {esc_md(str(meta.get('path', '')))} at {esc_md(str(commit))}; "
+            f"{esc_md(str(meta.get('home', '')))}; forward batch: "
+            f"{esc_md(str(meta.get('forward_batch', '')))}"
+        )
+        for note in meta.get("not_modelled") or []:
+            out.append(
+                f"  - not modelled at {esc_md(str(meta.get('short', name)))}: {esc_md(str(note))}"
+            )
     return [*out, ""]
 
 
@@ -541,7 +720,7 @@ def scenario_summary(run: RunData, all_cases: Sequence[Case]) -> dict[str, Any]:
             queues.update({f"{name}_mean": q.mean, f"{name}_p99": q.p99, f"{name}_max": q.max})
         designs = []
         for c in case.costs:
-            gc = case.gc.get(c.strategy) if c.pattern == "per_field" else None
+            gc = case.gc.get(c.strategy) if c.pattern == run.pattern_of(c.strategy) else None
             designs.append(
                 {
                     "strategy": c.strategy,
@@ -572,6 +751,8 @@ def scenario_summary(run: RunData, all_cases: Sequence[Case]) -> dict[str, Any]:
             }
         )
     out["sweep"] = sweep_sentences(run, all_cases)
+    out["request_class"] = [dataclasses.asdict(r) for r in request_rows(run)]
+    out["targets"] = run.targets
     return out
 
 

@@ -122,8 +122,11 @@ def _run_mode(
     scenario, extra = case
     steps = cfg.gc_steps_per_value
     pool = ctx.make_pool(scenario)
+    from bench.core.callsites import patterns_for
+
+    (pattern,) = patterns_for(s, (GC_PATTERN,))
     with gc_paused():
-        sched = make_scheduler(s, scenario, pool, pattern=GC_PATTERN, seed=cfg.seed)
+        sched = make_scheduler(s, scenario, pool, pattern=pattern, seed=cfg.seed)
     name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
     counts = GcCounts()
     with GcProbe() as probe:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import random
 import sys
 import traceback
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from gc import is_tracked as gc_is_tracked
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
+from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
@@ -230,7 +233,7 @@ def build_recorders(
     for s in ctx.strategies:
         if s.name in out.failures:
             continue
-        for pattern in patterns:
+        for pattern in patterns_for(s, patterns, ctx.strategies):
             name = BenchName.of(
                 kind, s.name, scenario=scenario.name, pattern=pattern, **extra_params
             )
@@ -339,6 +342,57 @@ def _count(ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, Step
                 steps=ctx.config.count_steps,
                 requests=ctx.config.requests,
             )
+
+
+# -- the request class -------------------------------------------------------------------------
+
+# Requests built per timed repetition, and repetitions: construction of a real Req takes a few
+# microseconds, so a repetition lasts ~10 ms.
+REQUEST_BATCH = 2_000
+REQUEST_REPEATS = 5
+# The prompt's token ids the requests are built with (a shared array('q'); the real constructor
+# keeps a reference, it does not copy): bench_serving's random-1k mean is ~512 tokens.
+REQUEST_PROMPT_TOKENS = 512
+
+
+def _build_requests(cls: type, ids: array[int], made: list[Any], _loops: int) -> None:
+    made.extend(cls(f"c{i}", ids, 1) for i in range(REQUEST_BATCH))
+
+
+def measure_requests(ctx: WorkerContext, out: SuiteOutput) -> None:
+    """Per strategy: its request class's attributes, dict bytes, tracked values, and the time
+    to build one request (median over repetitions of a batch, collector paused)."""
+    import sys
+
+    from bench.runformat import RequestFigures
+    from bench.timing import time_loop_ns
+
+    ids = array("q", range(REQUEST_PROMPT_TOKENS))
+    for s in ctx.strategies:
+        if s.name in out.failures:
+            continue
+        try:
+            cls = ctx.config.requests.make(s)
+            one = cls("probe", ids, 1)
+            values = vars(one).values()
+            figures = RequestFigures(
+                model=s.request_model.rsplit("/", 1)[-1]
+                if s.request_model
+                else ctx.config.requests.label,
+                attributes=len(vars(one)),
+                dict_bytes=sys.getsizeof(vars(one)),
+                tracked_values=sum(1 for v in values if gc_is_tracked(v)),
+            )
+            with gc_paused():
+                for _ in range(REQUEST_REPEATS):
+                    made: list[Any] = []
+                    build = functools.partial(_build_requests, cls, ids, made)
+                    figures.construct_ns.append(time_loop_ns(build, 1) / REQUEST_BATCH)
+                    del made
+        except Exception as exc:
+            out.failures[s.name] = f"request class of {s.name}: {failure_text(exc)}"
+            continue
+        out.extras.requests[s.name] = figures
 
 
 # -- lookup populations -----------------------------------------------------------------------

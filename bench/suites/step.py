@@ -34,10 +34,11 @@ KIND = "step"
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.suites.measure import SuiteOutput, measure_cases
+    from bench.suites.measure import SuiteOutput, measure_cases, measure_requests
 
     out = SuiteOutput()
     cfg = ctx.config
+    measure_requests(ctx, out)  # every worker: construction time is a timing like any other
     measure_cases(
         ctx,
         out,
@@ -154,7 +155,7 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
     for ax, case in zip(axes.flat, cases, strict=False):
         params = dict(p.split("=", 1) for p in case.split("/"))
         for strategy in st:
-            bench = str(BenchName.of(KIND, strategy, **params, pattern="per_field"))
+            bench = str(BenchName.of(KIND, strategy, **params, pattern=run.pattern_of(strategy)))
             vals = sorted(v / 1e3 for v in series.get(bench, _EMPTY).host_ns if v > 0)
             if not vals:
                 continue
@@ -181,7 +182,7 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
         ax.set_visible(False)
     axes[0][0].set_ylabel("fraction of iterations ≤ x")
     legend(fig, names, st, run.baseline)
-    fig.suptitle("Per-iteration latency per scenario (per_field)")
+    fig.suptitle("Per-iteration latency per scenario (per_field; revisions as written)")
     return fig
 
 
@@ -193,20 +194,21 @@ def _p99_metric(run: RunData, case: str) -> Metric | None:
     if data is None:
         return None
     short = case.replace("scenario=", "")
+    pattern = run.pattern_of(run.baseline)
     metric = Metric(
         key=f"p99_{short}",
-        title=f"p99 iteration {short} (per_field)",
+        title=f"p99 iteration {short} ({pattern})",
         unit="second",
         words=("faster", "slower"),
         note="99th percentile of per-iteration host latency; CI: bootstrap over recorded steps",
     )
     params = dict(p.split("=", 1) for p in case.split("/"))
-    base_name = str(BenchName.of(KIND, run.baseline, **params, pattern="per_field"))
+    base_name = str(BenchName.of(KIND, run.baseline, **params, pattern=pattern))
     base = data.percentiles.get(base_name)
     base_raw = [float(v) for v in data.extras.steps.get(base_name, _EMPTY).host_ns]
     for name, p in data.percentiles.items():
         bench = BenchName.parse(name)
-        if bench.without("pattern").condition != case or bench.get("pattern") != "per_field":
+        if bench.without("pattern").condition != case or bench.get("pattern") != pattern:
             continue
         value = p.p99_ns / 1e9
         if bench.strategy == run.baseline or base is None or not base.p99_ns:
@@ -230,6 +232,7 @@ def headline(run: RunData) -> list[Metric]:
     if data is None:
         return []
     cases = _cases(data.values, run.config)
+    pattern = run.pattern_of(run.baseline)
     metrics = []
     for case in cases:
         params = dict(p.split("=", 1) for p in case.split("/"))
@@ -241,9 +244,9 @@ def headline(run: RunData) -> list[Metric]:
                 KIND,
                 key=f"step_{short}",
                 title=f"iteration {short}",
-                note=f"median scheduler iteration in {short} (per_field, the PR's pattern), paired per round",
+                note=f"median scheduler iteration in {short} ({pattern}, the baseline's pattern), paired per round",
                 **params,
-                pattern="per_field",
+                pattern=pattern,
             )
         )
     if cases:
