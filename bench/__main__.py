@@ -1,4 +1,5 @@
-"""Command line: python -m bench {list,run,report,gate,profile}."""
+"""Command line: python -m bench {list,run,selftest-aa,selfcheck,scenarios,workload,report,gate,
+profile,target} (bench/cli.py dispatches; `python -m bench --help` lists them)."""
 
 from __future__ import annotations
 

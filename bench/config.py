@@ -1,11 +1,23 @@
-"""Run configuration: one frozen dataclass, validated once, passed to worker processes as JSON."""
+"""Run configuration: one frozen dataclass, validated once, passed to worker processes as JSON.
+
+`RunConfig` holds what every suite shares (strategies, scenarios, repetition, the request class)
+and, in `options`, one frozen options object per suite, declared by the suite itself
+(`Options` in bench/suites/<name>/__init__.py, a subclass of `SuiteOptions` below). This module
+knows no suite: the suite registry composes the default configuration
+(`bench.suites.default_config()`) and decodes one (`bench.suites.config_from_json()`).
+
+On disk and between processes the configuration is one flat JSON object: the shared fields, then
+every suite option under its flat key (`lookup_sizes`, `step_workers`, `steps_per_value`, ...).
+The keys are the ones this harness has always written, so run folders of earlier versions read
+back and gates speak to older base trees unchanged (bench/gate/protocol.py).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.core import scenarios
 from bench.core.reqmodel import DEFAULT_MODEL
@@ -13,39 +25,16 @@ from bench.core.scenarios import DEFAULT_SET as DEFAULT_SCENARIOS
 from bench.core.scenarios import Scenario
 from bench.core.workload import RequestSource
 
-# Keys that set how much is measured, not what: a gate's base tree that lacks one measures the
-# same thing without it (bench/gate/protocol.py).
+# Shared keys that set how much is measured, not what: a gate's base tree that lacks one
+# measures the same thing without it (bench/gate/protocol.py). Suite options add their own
+# (SuiteOptions.REPETITION); RunConfig.repetition_keys() has them all.
 REPETITION_KEYS = frozenset(
-    {
-        "suites",
-        "strategies",
-        "external",
-        "baseline",
-        "workers",
-        "lookup_workers",
-        "step_workers",
-        "gc_workers",
-        "scaling_workers",
-        "warmup_values",
-        "values",
-        "step_values",
-        "steps_per_value",
-        "gc_steps_per_value",
-        "scaling_steps_per_value",
-        "lookup_min_value_ns",
-        "lookup_cold_lookups",
-        "count_steps",
-        "memory_sample_requests",
-    }
+    {"suites", "strategies", "external", "baseline", "workers", "warmup_values", "values"}
 )
 # Keys whose default is not what a tree without the key measured: that value, per key. A gate
 # compares with such a base only when the candidate asks for this value. (A new key whose
 # default keeps the old behaviour needs no entry.)
 ABSENT_MEANS: dict[str, Any] = {"aa_twins": 0}
-
-# Upper bound on live requests in a lookup table: beyond ~1M the synthetic requests alone
-# outgrow this machine.
-MAX_LIVE_REQUESTS = 1 << 20
 
 
 def check_positive_ints(
@@ -64,17 +53,79 @@ def _option(name: str) -> str:
     return name.replace("_", "-")
 
 
-def _every_public_suite() -> tuple[str, ...]:
-    from bench.suites import public_names  # the registry imports suite modules, which import us
+@dataclass(frozen=True, kw_only=True)
+class SuiteOptions:
+    """A suite's own options. A subclass declares its fields (each a positive int unless
+    named in POSITIVE_EXEMPT) and, as class variables:
 
-    return public_names()
+        SUITE        the suite's NAME (prefix of the flat keys)
+        KEYS         field -> flat key where it is not f"{SUITE}_{field}"
+        QUICK        field -> value in the quick run (--quick)
+        REPETITION   fields that set how much is measured, not what
+
+    `workers` is the worker processes the suite plans; a suite with a `values` field takes that
+    many measured values per worker instead of the run's `values`. --workers and --values set
+    them in every suite that has them.
+    """
+
+    SUITE: ClassVar[str] = ""
+    KEYS: ClassVar[Mapping[str, str]] = {}
+    QUICK: ClassVar[Mapping[str, Any]] = {}
+    REPETITION: ClassVar[frozenset[str]] = frozenset({"workers"})
+    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ()
+
+    workers: int = 1
+
+    @classmethod
+    def flat_key(cls, name: str) -> str:
+        return cls.KEYS.get(name, f"{cls.SUITE}_{name}")
+
+    @classmethod
+    def flat_keys(cls) -> dict[str, str]:
+        """field -> flat key, every field."""
+        return {f.name: cls.flat_key(f.name) for f in fields(cls)}
+
+    def to_flat(self) -> dict[str, Any]:
+        return {self.flat_key(k): v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_flat(cls, raw: Mapping[str, Any]) -> SuiteOptions:
+        args: dict[str, Any] = {}
+        for name, key in cls.flat_keys().items():
+            if key in raw:
+                value = raw[key]
+                args[name] = tuple(value) if isinstance(value, list) else value
+        return cls(**args)
+
+    def quick(self) -> SuiteOptions:
+        return replace(self, **self.QUICK)
+
+    def measured_values(self, config: RunConfig) -> int:
+        """Measured values per worker: this suite's own `values`, else the run's."""
+        own = getattr(self, "values", None)
+        return config.values if own is None else int(own)
+
+    def cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
+        """Scheduler cases this suite measures beyond the run's own (RunConfig.cases())."""
+        return []
+
+    def validate(self, config: RunConfig) -> None:
+        """ValueError (one line) for an impossible setting; the base checks positive ints."""
+        check_positive_ints(
+            self,
+            exempt=self.POSITIVE_EXEMPT,
+            label=lambda name: _option(self.flat_key(name)),
+        )
+        if self.measured_values(config) < 3:
+            raise ValueError(f"{_option(self.flat_key('values'))} must be at least 3")
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """Everything a run needs; `quick()` gives the CI-sized variant."""
+    """Everything a run needs; `quick()` gives the CI-sized variant. Build one with
+    bench.suites.default_config(): RunConfig() alone has no suite options."""
 
-    suites: tuple[str, ...] = field(default_factory=_every_public_suite)
+    suites: tuple[str, ...] = ()
     strategies: tuple[str, ...] | None = None  # None: every registered strategy
     external: tuple[str, ...] = ()
     baseline: str = "pr652"  # the code under review: ratios are "x times the PR as written"
@@ -83,22 +134,11 @@ class RunConfig:
     aa_twins: int = 1
     device: str = "auto"
     seed: int = 0
-    # pyperf-style repetition: fresh worker processes, each with warm-up and measured values.
+    # pyperf-style repetition: fresh worker processes, each with warm-up and measured values
+    # (a suite's own options say how many processes it plans, and may override the values).
     workers: int = 3
     warmup_values: int = 1
     values: int = 6
-    # lookup suite: two worker processes (each 1e5 cell builds 9 x 1e5 requests per regime)
-    lookup_workers: int = 2
-    lookup_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
-    lookup_min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
-    lookup_miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
-    lookup_max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
-    # memory regimes (bench.suites.measure.REGIMES): how populations lie and are visited
-    lookup_regimes: tuple[str, ...] = ("warm", "cold")
-    # a cold value: whole passes, each after an eviction (~20 ms here), until this many
-    # lookups (a cold lookup costs ~0.2-1 us here, so a value lasts ~0.2-1 ms: one pass of the
-    # 1e3 table, or 1e3 of a larger table's sample)
-    lookup_cold_lookups: int = 1_000
     # scheduler scenarios (step, gc): presets of bench/core/scenarios.py, every parameter
     # overridable (--set key=value, recorded) and one of them sweepable (--sweep key=v1,v2)
     scenarios: tuple[str, ...] = DEFAULT_SCENARIOS
@@ -110,49 +150,50 @@ class RunConfig:
     # fork head the PR targets), or the installed sglang's own Req (request_class = "sglang").
     request_model: str = DEFAULT_MODEL
     request_class: str = "model"
-    steps_per_value: int = 50
-    # Lookups and states created per iteration are counted over this many untimed iterations.
-    count_steps: int = 100
-    # The step suite is the headline and the noisiest (many schedulers share the caches): more
-    # processes and values than the other suites, for stable paired ratios.
-    step_workers: int = 4
-    step_values: int = 12
-    # gc suite
-    gc_modes: tuple[str, ...] = ("enabled", "frozen")
-    background_objects: int = 500_000
-    gc_steps_per_value: int = 100
-    gc_workers: int = 1
-    memory_sample_requests: int = 2_000
-    # scaling suite: one scenario's step cost as its size parameter grows
-    scaling_scenario: str = "decode-dspark"
-    scaling_key: str = "decode_batch"
-    scaling_sizes: tuple[int, ...] = (64, 256, 1024, 4096)
-    scaling_steps_per_value: int = 10
-    scaling_workers: int = 2
-    scaling_pattern: str = "per_field"
     extra: dict[str, Any] = field(default_factory=dict)
+    # Every suite's options, by suite name (not a flat key: to_json flattens them).
+    options: Mapping[str, SuiteOptions] = field(default_factory=dict)
 
-    def quick(self) -> RunConfig:
-        one_process: dict[str, Any] = dict.fromkeys(
-            ("workers", "lookup_workers", "gc_workers", "scaling_workers", "step_workers"), 1
-        )
+    # -- the suites' options ------------------------------------------------------------------
+
+    def suite(self, name: str) -> Any:
+        """One suite's options (KeyError naming the suites known)."""
+        try:
+            return self.options[name]
+        except KeyError:
+            raise KeyError(
+                f"no options for suite {name!r}; known: {', '.join(self.options)}"
+            ) from None
+
+    def with_suite(self, name: str, **changes: Any) -> RunConfig:
+        return replace(self, options={**self.options, name: replace(self.suite(name), **changes)})
+
+    def for_every_suite(self, **changes: Any) -> RunConfig:
+        """The same change in every suite's options that has the field (--workers, --values)."""
+        names = {f.name for o in self.options.values() for f in fields(o)}
+        unknown = set(changes) - names
+        if unknown:
+            raise ValueError(f"no suite has the option {sorted(unknown)[0]!r}")
         return replace(
             self,
-            **one_process,
-            step_values=8,
-            values=8,
-            lookup_sizes=(1_000,),
-            lookup_min_value_ns=2_000_000,
-            lookup_miss_batch=500,
-            scenarios=("prefill-dspark", "decode-dspark"),
-            steps_per_value=20,
-            count_steps=40,
-            gc_steps_per_value=40,
-            background_objects=200_000,
-            memory_sample_requests=500,
-            scaling_sizes=(64, 256, 1024),
-            scaling_steps_per_value=5,
+            options={
+                k: replace(o, **{c: v for c, v in changes.items() if hasattr(o, c)})
+                for k, o in self.options.items()
+            },
         )
+
+    def quick(self) -> RunConfig:
+        """The small CI-sized set: each suite's QUICK, one worker process each."""
+        quick = replace(
+            self,
+            workers=1,
+            values=8,
+            scenarios=("prefill-dspark", "decode-dspark"),
+            options={k: o.quick() for k, o in self.options.items()},
+        )
+        return quick
+
+    # -- what a run measures ------------------------------------------------------------------
 
     @property
     def sweep(self) -> tuple[str, tuple[Any, ...]] | None:
@@ -166,57 +207,35 @@ class RunConfig:
         """Every scheduler case of the step and gc suites: (scenario, extra name params)."""
         return scenarios.resolve(self.scenarios, self.scenario_overrides, self.sweep)
 
-    def scaling_cases(self) -> list[tuple[Scenario, dict[str, str]]]:
-        sizes = (self.scaling_key, tuple(self.scaling_sizes))
-        return scenarios.resolve((self.scaling_scenario,), self.scenario_overrides, sizes)
+    def all_cases(self) -> list[tuple[Scenario, dict[str, str]]]:
+        """The run's cases and every suite's own (the scaling suite's sizes)."""
+        out = list(self.cases())
+        for name in self.suites:
+            if name in self.options:
+                out += self.options[name].cases(self)
+        return out
 
     def validate(self) -> None:
         """Raise ValueError with a one-line message for any impossible setting."""
-        known = _every_public_suite()
-        unknown = [s for s in self.suites if s not in known]
+        unknown = [s for s in self.suites if s not in self.options]
         if unknown or not self.suites:
             raise ValueError(
-                f"unknown suite {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(known)}"
+                f"unknown suite {unknown[0] if unknown else '(none)'!r}; choose from "
+                f"{', '.join(self.options)}"
             )
-        check_positive_ints(
-            self, exempt=("seed", "warmup_values", "background_objects"), label=_option
-        )
+        check_positive_ints(self, exempt=("seed", "warmup_values", "aa_twins"), label=_option)
         if self.warmup_values < 0:
             raise ValueError("warmup-values must be >= 0")
         if self.values < 3:
             raise ValueError("values must be at least 3 (medians and CIs need a sample)")
-        for n in self.lookup_sizes:
-            if not isinstance(n, int) or not 16 <= n <= MAX_LIVE_REQUESTS:
-                raise ValueError(
-                    f"lookup sizes must be integers in [16, {MAX_LIVE_REQUESTS}], got {n}"
-                )
-        if self.background_objects < 0:
-            raise ValueError("background-objects must be >= 0")
         if not self.scenarios:
             raise ValueError("no scenario selected; see python -m bench scenarios")
         self.cases()  # unknown scenarios, overrides and sweeps, and impossible combinations
-        if (
-            self.scaling_key not in scenarios.PARAMS
-            or scenarios.PARAMS[self.scaling_key].kind is not int
-        ):
-            raise ValueError(
-                f"scaling key {self.scaling_key!r} is not an integer scenario parameter"
-            )
-        self.scaling_cases()
         from bench.core import reqmodel
         from bench.core.callsites import PATTERNS
-        from bench.gcprobe import GC_MODES
-        from bench.suites.measure import REGIMES
 
-        if not 0 <= self.aa_twins <= 3:
+        if not isinstance(self.aa_twins, int) or not 0 <= self.aa_twins <= 3:
             raise ValueError(f"aa_twins must be 0 to 3, got {self.aa_twins}")
-        if self.lookup_cold_lookups < 1:
-            raise ValueError(f"lookup_cold_lookups must be >= 1, got {self.lookup_cold_lookups}")
-        bad = [r for r in self.lookup_regimes if r not in REGIMES]
-        if bad or not self.lookup_regimes:
-            raise ValueError(
-                f"unknown lookup regime {bad[0] if bad else '(none)'!r}; choose from {', '.join(REGIMES)}"
-            )
         if self.request_class not in ("model", "sglang"):
             raise ValueError(
                 f"unknown request class {self.request_class!r}; choose model or sglang"
@@ -229,27 +248,64 @@ class RunConfig:
             except SglangMissing as exc:
                 raise ValueError(str(exc)) from None
         reqmodel.load(self.request_model)  # unknown models: one line naming the known ones
-
-        for p in (*self.patterns, self.scaling_pattern):
+        for p in self.patterns:
             if p not in PATTERNS:
                 raise ValueError(f"unknown access pattern {p!r}; choose from {', '.join(PATTERNS)}")
-        for m in self.gc_modes:
-            if m not in GC_MODES:
-                raise ValueError(f"unknown GC mode {m!r}; choose from {', '.join(GC_MODES)}")
+        for name in self.suites:
+            self.options[name].validate(self)
+
+    # -- on disk ------------------------------------------------------------------------------
+
+    def repetition_keys(self) -> frozenset[str]:
+        """Every flat key that sets how much is measured, not what (the gate's protocol)."""
+        keys = set(REPETITION_KEYS)
+        for o in self.options.values():
+            keys.update(o.flat_key(f) for f in o.REPETITION)
+        return frozenset(keys)
+
+    def flat(self) -> dict[str, Any]:
+        """The flat form: shared fields, then every suite option under its flat key."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
+        for o in self.options.values():
+            out.update(o.to_flat())
+        return json.loads(json.dumps(out))  # tuples as lists, as on disk
+
+    def value(self, key: str) -> Any:
+        """One configuration value by its flat key (a report's axis order names one)."""
+        return self.flat().get(key)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(self.flat(), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> RunConfig:
+    def from_flat(
+        cls,
+        raw: Mapping[str, Any],
+        option_types: Mapping[str, type[SuiteOptions]],
+        *,
+        strict: bool = True,
+    ) -> RunConfig:
+        """From the flat form. strict: an unknown key is a ValueError naming it (a run folder
+        written by another version is read with strict=False: unknown keys are ignored)."""
+        known = {f.name for f in fields(cls)} - {"options"}
+        owned = {k for t in option_types.values() for k in t.flat_keys().values()}
+        unknown = sorted(set(raw) - known - owned)
+        if unknown and strict:
+            raise ValueError(f"unknown configuration key {unknown[0]!r}")
+        args: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in known
+        }
+        options = {name: t.from_flat(raw) for name, t in option_types.items()}
+        return cls(**args, options=options)
+
+    @classmethod
+    def from_json(
+        cls, text: str, option_types: Mapping[str, type[SuiteOptions]], *, strict: bool = True
+    ) -> RunConfig:
         raw = json.loads(text)
-        known = {f.name for f in fields(cls)}
-        args: dict[str, Any] = {}
-        for k, v in raw.items():
-            if k not in known:
-                raise ValueError(f"unknown configuration key {k!r}")
-            args[k] = tuple(v) if isinstance(v, list) else v
-        return cls(**args)
+        if not isinstance(raw, dict):
+            raise ValueError("a configuration is a JSON object of configuration keys")
+        return cls.from_flat(raw, option_types, strict=strict)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.flat()

@@ -53,6 +53,59 @@ RENAMED_PARAMS: dict[str, dict[str, str]] = {}
 ADDED_PARAMS: dict[str, dict[str, str]] = {}
 
 
+# Parameters that are not part of a scheduler case: the access pattern and the GC mode a case
+# was measured under (every other parameter of a step, gc or scaling name is: the scenario and
+# any swept or scaled parameter).
+NOT_CASE = ("pattern", "gc")
+
+
+@dataclass(frozen=True, order=True)
+class CaseKey:
+    """A scheduler case: the scenario and any swept or scaled parameter. Its text form,
+    'scenario=decode-dspark/decode_batch=64', keys queue series and the manifest's cases."""
+
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, scenario: str, **extra: object) -> CaseKey:
+        return cls((("scenario", scenario), *((k, str(v)) for k, v in extra.items())))
+
+    @classmethod
+    def parse(cls, text: str) -> CaseKey:
+        """The text form back; BenchNameError for anything else."""
+        params = []
+        for part in filter(None, text.split("/")):
+            key, sep, value = part.partition("=")
+            if not sep or not _KEY_RE.match(key) or not _VALUE_RE.match(value):
+                raise BenchNameError(f"not a scheduler case: {text!r}")
+            params.append((key, value))
+        return cls(tuple(params))
+
+    @property
+    def scenario(self) -> str:
+        return dict(self.params).get("scenario", "")
+
+    @property
+    def extra(self) -> dict[str, str]:
+        """The swept or scaled parameters, without the scenario."""
+        return {k: v for k, v in self.params if k != "scenario"}
+
+    def as_params(self) -> dict[str, str]:
+        return dict(self.params)
+
+    @property
+    def text(self) -> str:
+        return "/".join(f"{k}={v}" for k, v in self.params)
+
+    @property
+    def short(self) -> str:
+        """'decode-dspark/decode_batch=64': the scenario bare, the rest as key=value."""
+        return "/".join(v if k == "scenario" else f"{k}={v}" for k, v in self.params)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass(frozen=True, order=True)
 class BenchName:
     kind: str
@@ -131,6 +184,12 @@ class BenchName:
     def condition(self) -> str:
         """The parameters as text ('op=get_hit/live=1000'): a row label within a kind."""
         return "/".join(f"{k}={v}" for k, v in self.params)
+
+    @property
+    def case(self) -> CaseKey:
+        """The scheduler case a step, gc or scaling benchmark measured (its parameters without
+        the access pattern and the GC mode)."""
+        return CaseKey(tuple(p for p in self.params if p[0] not in NOT_CASE))
 
     @property
     def family(self) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -184,6 +184,114 @@ class ExtraFile:
     extras: SuiteExtras
 
 
+# -- the manifest -----------------------------------------------------------------------------
+
+
+@dataclass
+class Environment:
+    """Where a run was measured (bench/envinfo.py writes it; a GPU adds device_name)."""
+
+    python: str = "?"
+    python_implementation: str = ""
+    torch: str = "?"
+    pyperf: str = "?"
+    platform: str = "?"
+    cpu: str = "?"
+    cpu_count: int | None = None
+    device: str = "?"
+    git_commit: str = "?"
+    device_name: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class StrategyMeta:
+    """One measured strategy as the manifest records it."""
+
+    description: str = ""
+    source: str = ""
+    source_sha256: str = ""
+    external: bool = False
+    thread_safe_create: bool = False
+    holds_state: bool = True
+    twin_of: str | None = None
+    target: bool = False  # a revision of a user's tree (--target): measured as written
+    request_model: str | None = None
+
+
+@dataclass
+class CaseMeta:
+    """One scheduler case as it ran: preset, values, their sources, what --set / --sweep
+    changed (`key` is its bench.names.CaseKey text)."""
+
+    key: str
+    scenario: str
+    description: str = ""
+    modified: list[str] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SuiteRecord:
+    """One suite's state in a run: pending, running, done, partial, failed, interrupted."""
+
+    status: str = "pending"
+    files: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)  # strategy -> error
+    worker_errors: list[str] = field(default_factory=list)
+    wall_s: float | None = None
+    workers: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "partial")
+
+
+@dataclass
+class Manifest:
+    """manifest.json: what a run measured, with what, where, and how far it got. `config` is
+    the run configuration's flat form (bench.config.RunConfig.flat; decode it with
+    bench.suites.config_from_json)."""
+
+    schema: str
+    created: float
+    command: str
+    config: dict[str, Any]
+    environment: Environment
+    strategies: dict[str, StrategyMeta]
+    suites: dict[str, SuiteRecord]
+    status: str
+    targets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cases: list[CaseMeta] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    interrupted_by: str | None = None
+
+    def missing_suites(self) -> list[str]:
+        return [s for s, st in self.suites.items() if not st.finished]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["environment"] = self.environment.to_json()
+        if not self.missing:
+            out.pop("missing")
+        if self.interrupted_by is None:
+            out.pop("interrupted_by")
+        return out
+
+    @classmethod
+    def from_json(cls, raw: object, path: Path) -> Manifest:
+        """Checked: DataError naming the file and the field that is wrong."""
+        if not isinstance(raw, dict):
+            raise DataError(f"{path}: not a reqstate-bench manifest (a JSON {type(raw).__name__})")
+        if "schema" not in raw:
+            raise DataError(f"{path}: not a reqstate-bench manifest (no 'schema')")
+        check_schema(raw["schema"], path)
+        return decode(cls, raw, path, "manifest")
+
+
 # -- decoding ---------------------------------------------------------------------------------
 
 T = TypeVar("T")
@@ -200,6 +308,8 @@ def _fail(path: Path, where: str, problem: str) -> DataError:
 
 
 def _decode(tp: Any, raw: object, path: Path, where: str) -> object:
+    if tp is Any:
+        return raw
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         args = typing.get_args(tp)
@@ -260,3 +370,102 @@ def read_extra_file(raw: object, suite: str, path: Path) -> SuiteExtras:
     if data.suite != suite:
         raise DataError(f"{path}: holds suite {data.suite!r}, the manifest expects {suite!r}")
     return data.extras
+
+
+# -- selfcheck.json: the lookup suite's warm figures against plain timeit (bench/selfcheck.py) ----
+
+SELFCHECK_FILE = "selfcheck.json"
+# Repeats of one autoranged timing (each >= 0.2 s); the median is reported, as the suite reports
+# medians.
+REPEATS = 5
+# A figure "agrees" when timeit/suite is within this fraction of 1. Measured agreement here is
+# within 4% (docs/LOOKUP.md); 15% leaves room for a busy machine and still catches what the
+# check is for: a suite measuring something else (cache misses, the wrong population, a unit
+# error; the first version of the warm regime was off by 27% on declared and x2 on dynattr).
+TOLERANCE = 0.15
+DEFAULT_WORKERS = 3  # processes (hash seeds) when there is no run to follow
+
+
+@dataclass
+class SelfCheck:
+    live: int
+    request_model: str
+    timeit_ns: dict[str, float]
+    suite_ns: dict[str, float] = field(default_factory=dict)  # empty without a run
+    run: str = ""  # the run folder's name compared against
+    tolerance: float = TOLERANCE
+    repeats: int = REPEATS
+    hash_seeds: int = DEFAULT_WORKERS  # processes, hash seeds 1..hash_seeds
+
+    def agreement(self, strategy: str) -> float | None:
+        """timeit / suite for one strategy, None when the suite has no figure."""
+        suite = self.suite_ns.get(strategy)
+        mine = self.timeit_ns.get(strategy)
+        if not suite or mine is None:
+            return None
+        return mine / suite
+
+    def agrees(self, strategy: str) -> bool | None:
+        a = self.agreement(strategy)
+        return None if a is None else abs(a - 1.0) <= self.tolerance
+
+    def ratio(
+        self, source: dict[str, float], num: str = "weakkey", den: str = "declared"
+    ) -> float | None:
+        if not source.get(num) or not source.get(den):
+            return None
+        return source[num] / source[den]
+
+    def lines(self) -> list[str]:
+        head = (
+            f"selfcheck: get_hit, warm regime, live={self.live:,}, request model "
+            f"{self.request_model}; plain timeit, median of {self.repeats} autoranged repeats "
+            f"in each of {self.hash_seeds} processes (hash seeds 1..{self.hash_seeds})"
+        )
+        out = [head, f"   {'strategy':<12} {'timeit ns':>10} {'suite ns':>10} {'timeit/suite':>13}"]
+        for s in self.timeit_ns:
+            a = self.agreement(s)
+            suite = self.suite_ns.get(s)
+            verdict = "" if a is None else ("agrees" if self.agrees(s) else "DISAGREES")
+            out.append(
+                f"   {s:<12} {self.timeit_ns[s]:>10.1f} "
+                f"{'-' if suite is None else f'{suite:.1f}':>10} "
+                f"{'-' if a is None else f'{a:.3f}':>13}  {verdict}"
+            )
+        mine, theirs = self.ratio(self.timeit_ns), self.ratio(self.suite_ns)
+        if mine is not None:
+            both = f"; suite {theirs:.2f} ({mine / theirs:.3f})" if theirs else ""
+            out.append(f"   weakkey/declared: timeit {mine:.2f}{both}")
+        checked = [s for s in self.timeit_ns if self.agrees(s) is not None]
+        if checked:
+            ok = sum(bool(self.agrees(s)) for s in checked)
+            out.append(
+                f"   {ok} of {len(checked)} within +-{self.tolerance:.0%} of the suite ({self.run})"
+            )
+        else:
+            out.append(
+                "   no suite figures to compare with (no run, or no warm get_hit at this size)"
+            )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> SelfCheck:
+        """From selfcheck.json; ValueError naming what is wrong."""
+        if not isinstance(raw, dict):
+            raise ValueError("not a selfcheck object")
+        try:
+            return cls(
+                live=int(raw["live"]),
+                request_model=str(raw["request_model"]),
+                timeit_ns={str(k): float(v) for k, v in raw["timeit_ns"].items()},
+                suite_ns={str(k): float(v) for k, v in raw.get("suite_ns", {}).items()},
+                run=str(raw.get("run", "")),
+                tolerance=float(raw.get("tolerance", TOLERANCE)),
+                repeats=int(raw.get("repeats", REPEATS)),
+                hash_seeds=int(raw.get("hash_seeds", DEFAULT_WORKERS)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"selfcheck: {type(exc).__name__}: {exc}") from None

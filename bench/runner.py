@@ -20,12 +20,18 @@ from typing import Any
 
 from bench import suites
 from bench.config import RunConfig
+from bench.names import CaseKey
 from bench.pyperf_io import BenchValues, dump_pyperf, to_pyperf_suite
 from bench.runformat import (
     MANIFEST,
     SCHEMA,
+    CaseMeta,
+    Environment,
     ExtraFile,
+    Manifest,
+    StrategyMeta,
     SuiteExtras,
+    SuiteRecord,
     decode,
     extra_file,
     pyperf_file,
@@ -122,8 +128,8 @@ def run_worker(
     return rc, "\n".join(tail)
 
 
-def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) -> dict[str, Any]:
-    """All workers of one suite; writes <suite>.json and <suite>.extra.json; returns status."""
+def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) -> SuiteRecord:
+    """All workers of one suite; writes <suite>.json and <suite>.extra.json; returns its record."""
     spec = suites.get(suite)
     merged: dict[str, list[BenchValues]] = {}
     failures: dict[str, str] = {}
@@ -158,7 +164,7 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
                 )
             failures.update(data["failures"])
             extras.merge(decode(SuiteExtras, data["extra"], out_path, "worker extras"))
-    environment = read_json(run_dir / MANIFEST)["environment"]
+    environment = read_manifest(run_dir).environment.to_json()
     files: dict[str, str] = {}
     if merged:
         dump_pyperf(to_pyperf_suite(merged, environment), run_dir / pyperf_file(suite))
@@ -172,62 +178,68 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
         status = "partial"
     else:
         status = "done"
-    return {
-        "status": status,
-        "files": files,
-        "failures": failures,
-        "worker_errors": worker_errors,
-        "wall_s": round(wall_s() - t0, 2),
-        "workers": len({job.worker_index for job in jobs}),
-    }
+    return SuiteRecord(
+        status=status,
+        files=files,
+        failures=failures,
+        worker_errors=worker_errors,
+        wall_s=round(wall_s() - t0, 2),
+        workers=len({job.worker_index for job in jobs}),
+    )
 
 
-def strategy_metadata(strategies: list[Strategy]) -> dict[str, dict[str, Any]]:
+def strategy_metadata(strategies: list[Strategy]) -> dict[str, StrategyMeta]:
     return {
-        s.name: {
-            "description": s.description,
-            "source": s.source_path,
-            "source_sha256": s.source_sha256,
-            "external": s.external,
-            "thread_safe_create": s.thread_safe_create,
-            "holds_state": s.holds_state,
-            "twin_of": s.twin_of,
-            "target": s.is_target,
-            "request_model": s.request_model,
-        }
+        s.name: StrategyMeta(
+            description=s.description,
+            source=s.source_path,
+            source_sha256=s.source_sha256,
+            external=s.external,
+            thread_safe_create=s.thread_safe_create,
+            holds_state=s.holds_state,
+            twin_of=s.twin_of,
+            target=s.is_target,
+            request_model=s.request_model,
+        )
         for s in strategies
     }
 
 
-def case_metadata(config: RunConfig) -> list[dict[str, Any]]:
+def case_metadata(config: RunConfig) -> list[CaseMeta]:
     """Every scheduler case the run measures, as it ran: preset, values, their sources, and
     what --set / --sweep changed (the report says 'modified preset')."""
     from bench.core.scenarios import format_value
 
-    out = []
-    seen = set()
-    for scenario, extra in [*config.cases(), *config.scaling_cases()]:
-        key = "/".join([f"scenario={scenario.name}", *(f"{k}={v}" for k, v in extra.items())])
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(
-            {
-                "key": key,
-                "scenario": scenario.name,
-                "description": scenario.description,
-                "modified": list(scenario.modified),
-                "values": {
+    out: dict[str, CaseMeta] = {}
+    for scenario, extra in config.all_cases():
+        key = CaseKey.of(scenario.name, **extra).text
+        out.setdefault(
+            key,
+            CaseMeta(
+                key=key,
+                scenario=scenario.name,
+                description=scenario.description,
+                modified=list(scenario.modified),
+                values={
                     k: v if isinstance(v, (int, float, bool)) else format_value(v)
                     for k, v in scenario.values().items()
                 },
-                "sources": {
+                sources={
                     k: ("set on the command line" if k in scenario.modified else src)
                     for k, src in scenario.sources.items()
                 },
-            }
+            ),
         )
-    return out
+    return list(out.values())
+
+
+def read_manifest(run_dir: Path) -> Manifest:
+    path = run_dir / MANIFEST
+    return Manifest.from_json(read_json(path), path)
+
+
+def write_manifest(run_dir: Path, manifest: Manifest) -> None:
+    write_json(run_dir / MANIFEST, manifest.to_json())
 
 
 def start_run(
@@ -236,7 +248,7 @@ def start_run(
     command: str,
     *,
     targets: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     from bench.envinfo import environment  # torch: only once a run is started
 
     device = resolve_device(config.device)
@@ -246,40 +258,36 @@ def start_run(
         baseline=config.baseline,
         twins=config.aa_twins,
     )
-    manifest = {
-        "schema": SCHEMA,
-        "created": wall_s(),
-        "command": command,
-        "config": config.as_dict(),
-        "environment": environment(device),
-        "strategies": strategy_metadata(strategies),
-        "targets": targets or {},
-        "cases": case_metadata(config),
-        "suites": {s: {"status": "pending"} for s in config.suites},
-        "status": "running",
-    }
-    write_json(run_dir / MANIFEST, manifest)
+    manifest = Manifest(
+        schema=SCHEMA,
+        created=wall_s(),
+        command=command,
+        config=config.flat(),
+        environment=Environment(**environment(device)),
+        strategies=strategy_metadata(strategies),
+        targets=targets or {},
+        cases=case_metadata(config),
+        suites={s: SuiteRecord() for s in config.suites},
+        status="running",
+    )
+    write_manifest(run_dir, manifest)
     return manifest
 
 
-def execute(run_dir: Path, manifest: dict[str, Any], config: RunConfig) -> dict[str, Any]:
+def execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest:
     """Run every suite not yet done; the manifest on disk is current after each suite."""
-    todo = [
-        s
-        for s in config.suites
-        if manifest["suites"].get(s, {}).get("status") not in ("done", "partial")
-    ]
+    todo = [s for s in config.suites if not manifest.suites.get(s, SuiteRecord()).finished]
     progress = Progress(suites=todo)
-    manifest["status"] = "running"
-    write_json(run_dir / MANIFEST, manifest)
+    manifest.status = "running"
+    write_manifest(run_dir, manifest)
     try:
         with _signals_raise():
             for suite in todo:
-                manifest["suites"][suite] = {"status": "running"}
-                write_json(run_dir / MANIFEST, manifest)
-                manifest["suites"][suite] = run_suite(config, suite, run_dir, progress)
+                manifest.suites[suite] = SuiteRecord(status="running")
+                write_manifest(run_dir, manifest)
+                manifest.suites[suite] = run_suite(config, suite, run_dir, progress)
                 progress.suite_done()
-                write_json(run_dir / MANIFEST, manifest)
+                write_manifest(run_dir, manifest)
     except Interrupted as exc:
         finish(run_dir, manifest, interrupted=exc.signum)
         raise
@@ -287,24 +295,18 @@ def execute(run_dir: Path, manifest: dict[str, Any], config: RunConfig) -> dict[
     return manifest
 
 
-def missing_suites(manifest: dict[str, Any]) -> list[str]:
-    return [
-        s for s, st in manifest["suites"].items() if st.get("status") not in ("done", "partial")
-    ]
-
-
-def finish(run_dir: Path, manifest: dict[str, Any], interrupted: int | None = None) -> None:
-    missing = missing_suites(manifest)
+def finish(run_dir: Path, manifest: Manifest, interrupted: int | None = None) -> None:
+    missing = manifest.missing_suites()
     for s in missing:
-        if manifest["suites"][s].get("status") == "running":
-            manifest["suites"][s] = {"status": "interrupted"}
+        if manifest.suites[s].status == "running":
+            manifest.suites[s] = SuiteRecord(status="interrupted")
     if missing:
-        manifest["status"] = "incomplete"
-        manifest["missing"] = missing
+        manifest.status = "incomplete"
+        manifest.missing = missing
     else:
-        failed = any(st.get("status") == "partial" for st in manifest["suites"].values())
-        manifest["status"] = "failed" if failed else "complete"
-        manifest.pop("missing", None)
+        failed = any(st.status == "partial" for st in manifest.suites.values())
+        manifest.status = "failed" if failed else "complete"
+        manifest.missing = []
     if interrupted is not None:
-        manifest["interrupted_by"] = signal.Signals(interrupted).name
-    write_json(run_dir / MANIFEST, manifest)
+        manifest.interrupted_by = signal.Signals(interrupted).name
+    write_manifest(run_dir, manifest)

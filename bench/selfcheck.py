@@ -28,107 +28,16 @@ import sys
 import timeit
 from array import array
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-SELFCHECK_FILE = "selfcheck.json"
+from bench.runformat import DEFAULT_WORKERS, REPEATS, SELFCHECK_FILE, SelfCheck
+
+if TYPE_CHECKING:
+    from bench.report.load import RunData
+
 STRATEGIES: tuple[str, ...] = ("weakkey", "declared", "dynattr")
-# Repeats of one autoranged timing (each >= 0.2 s); the median is reported, as the suite reports
-# medians.
-REPEATS = 5
-# A figure "agrees" when timeit/suite is within this fraction of 1. Measured agreement here is
-# within 4% (docs/LOOKUP.md); 15% leaves room for a busy machine and still catches what the
-# check is for: a suite measuring something else (cache misses, the wrong population, a unit
-# error; the first version of the warm regime was off by 27% on declared and x2 on dynattr).
-TOLERANCE = 0.15
 DEFAULT_LIVE = 1_000
-DEFAULT_WORKERS = 3  # processes (hash seeds) when there is no run to follow
-
-
-@dataclass
-class SelfCheck:
-    live: int
-    request_model: str
-    timeit_ns: dict[str, float]
-    suite_ns: dict[str, float] = field(default_factory=dict)  # empty without a run
-    run: str = ""  # the run folder's name compared against
-    tolerance: float = TOLERANCE
-    repeats: int = REPEATS
-    hash_seeds: int = DEFAULT_WORKERS  # processes, hash seeds 1..hash_seeds
-
-    def agreement(self, strategy: str) -> float | None:
-        """timeit / suite for one strategy, None when the suite has no figure."""
-        suite = self.suite_ns.get(strategy)
-        mine = self.timeit_ns.get(strategy)
-        if not suite or mine is None:
-            return None
-        return mine / suite
-
-    def agrees(self, strategy: str) -> bool | None:
-        a = self.agreement(strategy)
-        return None if a is None else abs(a - 1.0) <= self.tolerance
-
-    def ratio(
-        self, source: dict[str, float], num: str = "weakkey", den: str = "declared"
-    ) -> float | None:
-        if not source.get(num) or not source.get(den):
-            return None
-        return source[num] / source[den]
-
-    def lines(self) -> list[str]:
-        head = (
-            f"selfcheck: get_hit, warm regime, live={self.live:,}, request model "
-            f"{self.request_model}; plain timeit, median of {self.repeats} autoranged repeats "
-            f"in each of {self.hash_seeds} processes (hash seeds 1..{self.hash_seeds})"
-        )
-        out = [head, f"   {'strategy':<12} {'timeit ns':>10} {'suite ns':>10} {'timeit/suite':>13}"]
-        for s in self.timeit_ns:
-            a = self.agreement(s)
-            suite = self.suite_ns.get(s)
-            verdict = "" if a is None else ("agrees" if self.agrees(s) else "DISAGREES")
-            out.append(
-                f"   {s:<12} {self.timeit_ns[s]:>10.1f} "
-                f"{'-' if suite is None else f'{suite:.1f}':>10} "
-                f"{'-' if a is None else f'{a:.3f}':>13}  {verdict}"
-            )
-        mine, theirs = self.ratio(self.timeit_ns), self.ratio(self.suite_ns)
-        if mine is not None:
-            both = f"; suite {theirs:.2f} ({mine / theirs:.3f})" if theirs else ""
-            out.append(f"   weakkey/declared: timeit {mine:.2f}{both}")
-        checked = [s for s in self.timeit_ns if self.agrees(s) is not None]
-        if checked:
-            ok = sum(bool(self.agrees(s)) for s in checked)
-            out.append(
-                f"   {ok} of {len(checked)} within +-{self.tolerance:.0%} of the suite ({self.run})"
-            )
-        else:
-            out.append(
-                "   no suite figures to compare with (no run, or no warm get_hit at this size)"
-            )
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: Any) -> SelfCheck:
-        """From selfcheck.json; ValueError naming what is wrong."""
-        if not isinstance(raw, dict):
-            raise ValueError("not a selfcheck object")
-        try:
-            return cls(
-                live=int(raw["live"]),
-                request_model=str(raw["request_model"]),
-                timeit_ns={str(k): float(v) for k, v in raw["timeit_ns"].items()},
-                suite_ns={str(k): float(v) for k, v in raw.get("suite_ns", {}).items()},
-                run=str(raw.get("run", "")),
-                tolerance=float(raw.get("tolerance", TOLERANCE)),
-                repeats=int(raw.get("repeats", REPEATS)),
-                hash_seeds=int(raw.get("hash_seeds", DEFAULT_WORKERS)),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"selfcheck: {type(exc).__name__}: {exc}") from None
 
 
 def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[float]:
@@ -171,11 +80,9 @@ def time_in_processes(
     return {s: statistics.median(v) for s, v in pooled.items()}
 
 
-def suite_figures(run_dir: Path, live: int) -> dict[str, float]:
+def suite_figures(run: RunData, live: int) -> dict[str, float]:
     """The run's warm get_hit medians (ns) at `live`, per strategy."""
-    from bench.report.load import load_run
-
-    data = load_run(run_dir).suite("lookup")
+    data = run.suite("lookup")
     if data is None:
         return {}
     return {
@@ -185,11 +92,9 @@ def suite_figures(run_dir: Path, live: int) -> dict[str, float]:
     }
 
 
-def run_sizes(run_dir: Path) -> list[int]:
+def run_sizes(run: RunData) -> list[int]:
     """The live sizes the run's lookup suite measured get_hit at, warm."""
-    from bench.report.load import load_run
-
-    data = load_run(run_dir).suite("lookup")
+    data = run.suite("lookup")
     if data is None:
         return []
     return sorted(
@@ -211,18 +116,17 @@ def selfcheck(
 ) -> SelfCheck:
     """Time the strategies with timeit and compare with the run (if any); write selfcheck.json
     into the run folder unless write is False."""
+    from bench.report.load import load_run
     from bench.storage import write_json
 
     model = request_model
     workers = DEFAULT_WORKERS
-    if run_dir is not None:
-        from bench.report.load import load_manifest
-
-        config = load_manifest(run_dir)["config"]
-        model = model or str(config.get("request_model") or "")
-        workers = int(config.get("lookup_workers") or config.get("workers") or DEFAULT_WORKERS)
+    run = None if run_dir is None else load_run(run_dir)
+    if run is not None:
+        model = model or run.config.request_model
+        workers = run.config.suite("lookup").workers
         if live is None:
-            found = run_sizes(run_dir)
+            found = run_sizes(run)
             live = found[0] if found else None
     if not model:
         from bench.core.reqmodel import DEFAULT_MODEL
@@ -236,8 +140,8 @@ def selfcheck(
         timeit_ns=time_in_processes(strategies, live, model, range(1, workers + 1)),
         hash_seeds=workers,
     )
-    if run_dir is not None:
-        result.suite_ns = suite_figures(run_dir, live)
+    if run is not None and run_dir is not None:
+        result.suite_ns = suite_figures(run, live)
         result.run = run_dir.name
         if write:
             write_json(run_dir / SELFCHECK_FILE, result.to_json())

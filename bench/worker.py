@@ -16,10 +16,9 @@ from pathlib import Path
 import torch
 
 from bench import suites
-from bench.config import RunConfig
 from bench.core.workload import use_torch_tensors
+from bench.measure.context import WorkerContext
 from bench.storage import write_json
-from bench.suites.measure import WorkerContext
 from bench.timing import resolve_device
 from strategies import resolve_run
 
@@ -30,7 +29,7 @@ TORCH_THREADS = 1
 
 def main(argv: list[str]) -> int:
     suite, config_path, output_path, index = argv
-    config = RunConfig.from_json(Path(config_path).read_text(encoding="utf-8"))
+    config = suites.config_from_json(Path(config_path).read_text(encoding="utf-8"))
     torch.set_num_threads(TORCH_THREADS)
     use_torch_tensors()  # requests hold real tensors where SGLang's Req does
     device = resolve_device(config.device)

@@ -22,10 +22,12 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any
 
+from bench.declared import unknown_name
 from bench.errors import UsageError
 from bench.names import TWIN_RE
 from strategies._contract import (
     FORWARD_SCANS,
+    OPTIONAL_ATTRS,
     OPTIONAL_MAPPINGS,
     REQUIRED_ATTRS,
     REQUIRED_FUNCS,
@@ -133,6 +135,9 @@ def validate(module: ModuleType, *, external: bool = False) -> Strategy:
     missing += [f"{f}()" for f in REQUIRED_FUNCS if not callable(getattr(module, f, None))]
     if missing:
         raise StrategyError(f"{where}: strategy is missing {', '.join(missing)}")
+    problem = unknown_name(module, (*REQUIRED_ATTRS, *OPTIONAL_ATTRS))
+    if problem is not None:
+        raise StrategyError(f"{where}: {problem}")
     name, description = module.NAME, module.DESCRIPTION
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise StrategyError(

@@ -22,7 +22,7 @@ REQUEST_CLASS_FIELDS = {"pd_state_slot": -1}
 
 # Slots preallocated up front; the arrays double when full. 4096 = the top of SGLang's
 # max_running_requests default range, so a default run never grows.
-INITIAL_SLOTS = 4096
+_INITIAL_SLOTS = 4096
 # current_start is `int | None`; None is stored as this sentinel (no real offset is negative).
 _NONE_START = -1
 
@@ -86,7 +86,7 @@ def _table() -> _Arrays:
     try:
         return _arrays
     except NameError:
-        _arrays = _Arrays(INITIAL_SLOTS)
+        _arrays = _Arrays(_INITIAL_SLOTS)
         return _arrays
 
 

@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from bench.config import RunConfig
 from bench.names import twin_of
 from bench.stats import robust
 from bench.stats.classify import MIN_EFFECT, classify, legacy_classify
 from bench.stats.derive import noise_floors, summarize
+from bench.suites import default_config
 from strategies import resolve, resolve_run, twin_name
 
 
@@ -116,11 +116,11 @@ def test_a_twin_is_its_own_module_and_request_class() -> None:
 
 
 def test_no_aa_and_twin_count_are_configuration() -> None:
-    assert RunConfig().aa_twins == 1
+    assert default_config().aa_twins == 1
     chosen = resolve_run(None, baseline="pr652", twins=0)
     assert not any(s.twin_of for s in chosen)
     with pytest.raises(ValueError, match="aa_twins must be 0 to 3"):
-        RunConfig(aa_twins=5).validate()
+        default_config(aa_twins=5).validate()
 
 
 def test_a_noise_family_can_pool_cases() -> None:

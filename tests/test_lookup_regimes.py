@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from bench.measure import lookups as measure
+from bench.measure.lookups import build_populations, lookup_subject
 from bench.names import BenchName
 from bench.selfcheck import SelfCheck
 from bench.stats.derive import net_of, net_ratios
-from bench.suites import measure
-from bench.suites.measure import REGIMES, build_populations, lookup_subject
+from bench.suites.lookup import REGIMES
 from strategies import resolve
 
 

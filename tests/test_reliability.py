@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cli import _config_from_args, build_parser
+from bench.cli import build_parser
 from bench.errors import DataError, UsageError
 from bench.names import BenchName
 from bench.pyperf_io import load_pyperf, values_of
+from bench.run_cli import _config_from_args
 from bench.storage import check_free_space, new_run_dir, write_atomic
 from tests.helpers import FIXTURES, ROOT, run_cli
 

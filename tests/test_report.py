@@ -14,7 +14,7 @@ import pytest
 
 from bench import suites
 from bench.errors import DataError
-from bench.report import write_compare, write_report
+from bench.report import viewspec, write_compare, write_report
 from bench.report.load import load_run
 from bench.report.text import clean, esc_md, md_code_block
 from bench.report.verdict import compute
@@ -23,9 +23,7 @@ from conftest import STRATEGY_NAMES
 SUITE_IDS = suites.public_names()
 SECTION_IDS = ("env", "verdict", "scenarios", *SUITE_IDS, "strategies", "profile", "reproduce")
 # Every figure the suites declare, but the sweep's (the tiny run has data for all the others).
-PLOTS = tuple(
-    f.name for spec in suites.specs() if spec.public for f in spec.figures if f.name != "sweep_cost"
-)
+PLOTS = tuple(f.name for view in viewspec.views() for f in view.figures if f.name != "sweep_cost")
 HOSTILE_RAW = "<script>alert(1)</script>"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 

@@ -218,7 +218,8 @@ def test_the_scheduler_follows_each_revision(
 
 
 def test_baseline_and_target_options(repo: tuple[Path, dict[str, str]]) -> None:
-    from bench.cli import _config_from_args, build_parser
+    from bench.cli import build_parser
+    from bench.run_cli import _config_from_args
 
     specs = f"{_at(repo, 'fields')},{_at(repo, 'side')}"
     args = build_parser().parse_args(

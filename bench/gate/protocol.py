@@ -10,7 +10,7 @@ measuring, the gate asks the base
 which configuration keys (with defaults) its RunConfig has, how it names the gated benchmarks
 (parameter keys per kind), and which options its instruction target takes. The candidate then
 sends only keys the base knows; a key the base lacks is dropped when it only sets how much is
-measured (config.REPETITION_KEYS) or when the candidate asks for what a tree without it measured
+measured (RunConfig.repetition_keys(): the shared keys and each suite's own) or when the candidate asks for what a tree without it measured
 (its default, or config.ABSENT_MEANS); otherwise the gate stops with exit 2 naming the key.
 Names are translated with bench.names.RENAMED_PARAMS / ADDED_PARAMS the same way. A base that
 cannot answer predates the protocol: the gate says which base is the oldest it supports.
@@ -37,11 +37,11 @@ QUERY_TIMEOUT_S = 120
 
 def describe() -> dict[str, Any]:
     """This tree's side of the contract."""
-    from bench.config import RunConfig
     from bench.gate.instr_target import OPTIONS
     from bench.gate.suite import NAME_KEYS
+    from bench.suites import default_config
 
-    defaults = json.loads(RunConfig(suites=("gate",)).to_json())
+    defaults = json.loads(default_config(suites=("gate",)).to_json())
     return {
         "protocol": PROTOCOL,
         "config_defaults": defaults,
@@ -64,16 +64,19 @@ class Base:
     def config_json(self, candidate: Any) -> str:
         """The candidate's RunConfig as the base can read it; DataError (exit 2) naming a key
         whose difference changes what is measured."""
-        from bench.config import ABSENT_MEANS, REPETITION_KEYS, RunConfig
+        from bench.config import ABSENT_MEANS
+        from bench.suites import default_config
 
         mine = json.loads(candidate.to_json())
-        defaults = json.loads(RunConfig(suites=mine["suites"]).to_json())
+        fresh = default_config(suites=tuple(mine["suites"]))
+        defaults = json.loads(fresh.to_json())
+        repetition = fresh.repetition_keys()
         send: dict[str, Any] = {}
         for key, value in mine.items():
             if key in self.config_defaults:
                 send[key] = value
                 continue
-            if key in REPETITION_KEYS:
+            if key in repetition:
                 self.note(f"configuration key {key} is not in the base (how much, not what)")
                 continue
             implied = json.loads(json.dumps(ABSENT_MEANS.get(key, defaults[key])))

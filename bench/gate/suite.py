@@ -17,18 +17,18 @@ from bench.config import RunConfig
 from bench.suites.spec import Job
 
 if TYPE_CHECKING:
-    from bench.suites.measure import Subject, SuiteOutput, WorkerContext
+    from bench.measure.context import Subject, SuiteOutput, WorkerContext
 
 
 NAME = "gate"
-TITLE = "Regression gate"
-NOTE = "The gated step and lookup benchmarks (the gate's own worker suite)."
 ORDER = 100
+KIND = "gate"  # it writes the step and lookup suites' names (NAME_KEYS)
 PUBLIC = False  # run by the gate itself, never by `bench run --suite`
 # Gated lookups run in the warm regime: the steadiest figure, and the one callgrind counts.
 GATE_REGIME = "warm"
 # The parameters of the names this suite writes, per kind, in order: part of the cross-tree
 # contract (bench/gate/protocol.py); a test holds the suite to it.
+SHARED = ("NAME_KEYS", "GATE_REGIME")
 NAME_KEYS: dict[str, tuple[str, ...]] = {
     "step": ("scenario", "pattern"),
     "lookup": ("op", "live", "regime"),
@@ -37,20 +37,14 @@ NAME_KEYS: dict[str, tuple[str, ...]] = {
 
 def run(ctx: WorkerContext) -> SuiteOutput:
     from bench.gcprobe import GcProbe, gc_paused
+    from bench.measure.context import SuiteOutput, interleave
+    from bench.measure.lookups import Population, build_populations, lookup_subject
+    from bench.measure.steps import build_recorders, close_all, step_subjects
     from bench.names import BenchName
-    from bench.suites.measure import (
-        Population,
-        SuiteOutput,
-        build_populations,
-        build_recorders,
-        close_all,
-        interleave,
-        lookup_subject,
-        step_subjects,
-    )
 
     out = SuiteOutput()
     cfg = ctx.config
+    step, lookup = cfg.suite("step"), cfg.suite("lookup")  # the gated benchmarks' own options
     # Build order shuffled by the worker's index: no side is always built first (where a
     # population lies in the heap is part of what a step or a lookup costs).
     order = list(ctx.strategies)
@@ -74,7 +68,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
                     keep_steps=False,
                 )
             )
-        subjects: list[Subject] = step_subjects(recorders, cfg.steps_per_value)
+        subjects: list[Subject] = step_subjects(recorders, step.steps_per_value)
         populations: list[Population] = []
         if ops:
             with gc_paused():
@@ -82,8 +76,8 @@ def run(ctx: WorkerContext) -> SuiteOutput:
                     ctx.strategies,
                     live,
                     regime=GATE_REGIME,
-                    miss_batch=cfg.lookup_miss_batch,
-                    max_pass=cfg.lookup_max_pass,
+                    miss_batch=lookup.miss_batch,
+                    max_pass=lookup.max_pass,
                     rng=random.Random(cfg.seed),
                     requests=cfg.requests,
                 )
@@ -95,7 +89,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
                         BenchName.of(
                             "lookup", pop.strategy.name, op=op, live=live, regime=GATE_REGIME
                         ),
-                        cfg.lookup_min_value_ns,
+                        lookup.min_value_ns,
                     )
                     for op in ops
                 ]

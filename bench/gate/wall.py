@@ -27,20 +27,21 @@ def progress(msg: str) -> None:
 
 def worker_config(cfg: GateConfig) -> RunConfig:
     """What the gate's worker suite is run with, on every side."""
-    return RunConfig(
+    from bench.suites import default_config
+
+    return default_config(
         suites=("gate",),
         strategies=cfg.strategies,
         workers=1,
         warmup_values=1,
         values=cfg.values,
         scenarios=cfg.scenarios,
-        steps_per_value=cfg.steps_per_value,
         patterns=cfg.patterns,
         seed=cfg.seed,
         device="cpu",
         aa_twins=0,  # the gate has its own A/A side
         extra={"gate": {"lookup_ops": list(cfg.lookup_ops), "lookup_live": cfg.lookup_live}},
-    )
+    ).with_suite("step", steps_per_value=cfg.steps_per_value)
 
 
 def measure(

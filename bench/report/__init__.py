@@ -20,7 +20,7 @@ __all__ = ["write_compare", "write_report"]
 
 def write_report(run_dir: Path) -> list[Path]:
     """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two."""
-    from bench.report import html, markdown, plots, scenarios, verdict
+    from bench.report import html, markdown, plots, verdict, views
     from bench.report.headline import headline
     from bench.report.load import load_run
     from bench.storage import write_atomic, write_json
@@ -35,8 +35,9 @@ def write_report(run_dir: Path) -> list[Path]:
     summary = run_dir / "summary.md"
     write_atomic(report, html.render_report(run, figures, metrics, judged))
     write_atomic(summary, markdown.render_summary(run, metrics, judged))
-    derived = scenarios.scenario_summary(run, scenarios.cases(run))
-    write_json(run_dir / "scenarios.json", derived)
+    for view in views.cross_suite():
+        for name, data in view.files(run).items():
+            write_json(run_dir / name, data)
     return [report, summary]
 
 

@@ -62,7 +62,7 @@ class Diff:
         return [r for r in self.rows if r.verdict == verdict]
 
     def env_differences(self) -> list[str]:
-        b, h = self.base.environment, self.head.environment
+        b, h = self.base.environment.to_json(), self.head.environment.to_json()
         return [k for k in ENV_KEYS if b.get(k) != h.get(k)]
 
 
@@ -95,7 +95,7 @@ def diff(base: RunData, head: RunData) -> Diff:
         base_vals = [v for g in base_runs for v in g]
         head_vals = [v for g in head_runs for v in g]
         cmp = stats.hierarchical_compare(head_runs, base_runs, paired=False)
-        spec = (head.suite(suite) or base.suite(suite)).spec  # type: ignore[union-attr]
+        spec = (head.suite(suite) or base.suite(suite)).spec  # type: ignore[union-attr]  # declaration
         family = noise_family(BenchName.parse(name), None if spec is None else spec.noise_keys)
         found = [f[family] for f in (floors_b, floors_h) if family in f]
         rows.append(
@@ -151,7 +151,7 @@ def _rows_table(rows: list[Row]) -> Html:
 
 def _env_table(d: Diff) -> Html:
     keys = ["git_commit", *ENV_KEYS, "pyperf"]
-    be, he = d.base.environment, d.head.environment
+    be, he = d.base.environment.to_json(), d.head.environment.to_json()
     rows = [
         (k, be.get(k, ""), he.get(k, ""), "differs" if be.get(k) != he.get(k) else "same")
         for k in keys
@@ -263,7 +263,7 @@ def _md_rows(rows: list[Row]) -> list[list[str]]:
 def render_compare_md(d: Diff) -> str:
     head = ["benchmark", "base", "head", "head / base [95% CI]", "p", "verdict"]
     faster, slower = d.by_verdict("faster"), d.by_verdict("slower")
-    be, he = d.base.environment, d.head.environment
+    be, he = d.base.environment.to_json(), d.head.environment.to_json()
     out = [
         "### Speed tests: head vs base",
         "",

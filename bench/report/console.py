@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.report import viewspec
 from bench.report.load import RunData, SuiteData, load_run
 from bench.report.text import fmt_value
 from bench.stats.derive import Summary
@@ -39,7 +40,8 @@ def suite_lines(data: SuiteData, baseline: str) -> list[str]:
         f"\n== {data.name} (ratios vs {baseline}; * = significant and beyond the A/A noise "
         "floor, † = significant but within it, ~ = noisy)"
     ]
-    rows = data.summaries if data.spec is None else data.spec.terminal_rows(data.summaries)
+    view = viewspec.view(data.name)
+    rows = data.summaries if view is None else view.terminal_rows(data.summaries)
     lines += summary_lines(rows, baseline)
     floors = data.noise_floors
     if floors:
@@ -48,8 +50,8 @@ def suite_lines(data: SuiteData, baseline: str) -> list[str]:
             f"   A/A noise floor ({baseline}'s twin vs {baseline}) over {len(ordered)} "
             f"families: median {ordered[len(ordered) // 2]:.1%}, largest {ordered[-1]:.1%}"
         )
-    if data.spec is not None:
-        lines += data.spec.terminal_extra(data)
+    if view is not None:
+        lines += view.terminal_extra(data)
     for strategy, err in data.failures.items():
         lines.append(f"   FAILED {strategy}: {err}")
     for err in data.worker_errors:
@@ -60,14 +62,14 @@ def suite_lines(data: SuiteData, baseline: str) -> list[str]:
 def render_run(run: RunData) -> str:
     lines: list[str] = []
     for data in run.suites.values():
-        if data.name not in run.manifest["suites"]:
+        if data.name not in run.manifest.suites:
             continue
         if not data.has_data:
             lines.append(f"\n== {data.name}: {data.status}")
             continue
         lines += suite_lines(data, run.baseline)
     lines.append(f"\nrun folder: {run.path}")
-    missing = run.manifest.get("missing")
+    missing = run.manifest.missing
     lines.append(f"status: {run.status}" + (f" (missing: {', '.join(missing)})" if missing else ""))
     return "\n".join(lines)
 

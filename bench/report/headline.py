@@ -8,41 +8,10 @@ aggregates (shown without a test).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from bench import suites
+from bench.report import viewspec
 from bench.report.load import RunData
+from bench.report.model import Cell, Metric
 from bench.stats.derive import Summary
-
-
-@dataclass(frozen=True)
-class Cell:
-    value: float  # in `unit` (seconds for times, as bench.report.text.fmt expects)
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    significant: bool | None = None  # a finding under classify(); None: no test here
-    noisy: bool = False
-    baseline: bool = False
-    reason: str = ""  # classify()'s reason, shown on hover / as a footnote
-
-
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    title: str
-    unit: str
-    words: tuple[str, str]  # (lower than baseline, higher than baseline)
-    note: str
-    cells: dict[str, Cell] = field(default_factory=dict)
-
-    def word(self, cell: Cell) -> str:
-        """faster/slower/same, or '' where no test applies."""
-        if cell.baseline or cell.ratio is None or cell.significant is None:
-            return ""
-        if not cell.significant:
-            return "same"
-        return self.words[0] if cell.ratio < 1 else self.words[1]
 
 
 def _from_summary(s: Summary, baseline: str) -> Cell:
@@ -105,7 +74,7 @@ def aggregate_metric(
 def headline(run: RunData) -> list[Metric]:
     """The metrics present in this run, in suite order."""
     out: list[Metric] = []
-    for spec in suites.specs():
-        if run.suite(spec.name) is not None:
-            out += spec.headline(run)
+    for view in viewspec.views():
+        if run.suite(view.name) is not None:
+            out += view.headline(run)
     return out

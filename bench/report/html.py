@@ -9,15 +9,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from bench.report import viewspec
 from bench.report.headline import Metric
 from bench.report.load import RunData
 from bench.report.markup import Html, Td, join, num, page, pre, section, table, tag, td, void
 from bench.report.plots import Plot
 from bench.report.profile import profile_section
-from bench.report.scenarios import cases as scenario_cases
-from bench.report.scenarios import scenario_section
 from bench.report.text import TIMES, esc_html, fmt, fmt_ci, fmt_p, fmt_ratio
 from bench.report.verdict import Entry, Family, Verdict, axis_values, describe_family
+from bench.report.views import cross_suite
+from bench.runformat import StrategyMeta
 from bench.stats.derive import Summary
 
 
@@ -86,25 +87,21 @@ def _param(value: object) -> str:
 
 def env_section(run: RunData) -> Html:
     env = run.environment
-    device = str(env.get("device", "?"))
-    if env.get("device_name"):
-        device += f" ({env['device_name']})"
-    cpu = str(env.get("cpu", "?"))
-    if env.get("cpu_count"):
-        cpu += f" ({env['cpu_count']} logical CPUs)"
+    device = env.device + (f" ({env.device_name})" if env.device_name else "")
+    cpu = env.cpu + (f" ({env.cpu_count} logical CPUs)" if env.cpu_count else "")
     rows = [
-        ("Python", f"{env.get('python', '?')} {env.get('python_implementation', '')}".strip()),
-        ("torch", env.get("torch", "?")),
-        ("pyperf", env.get("pyperf", "?")),
+        ("Python", f"{env.python} {env.python_implementation}".strip()),
+        ("torch", env.torch),
+        ("pyperf", env.pyperf),
         ("device", device),
         ("CPU", cpu),
-        ("platform", env.get("platform", "?")),
-        ("commit", env.get("git_commit", "?")),
+        ("platform", env.platform),
+        ("commit", env.git_commit),
         ("GC mode", gc_mode_text(run)),
         ("baseline", run.baseline),
         ("run status", run.status),
     ]
-    config = run.config
+    config = run.config.flat()
     key_rows = [(k, _param(config[k])) for k in KEY_PARAMS if k in config]
     all_rows = [(k, _param(v)) for k, v in sorted(config.items())]
     return section(
@@ -127,15 +124,15 @@ def env_section(run: RunData) -> Html:
 def strategies_section(run: RunData) -> Html:
     rows = []
     for name in run.strategy_names():
-        meta = run.strategies.get(name, {})
+        meta = run.strategies.get(name) or StrategyMeta()
         rows.append(
             (
                 td(tag("code", name)),
-                meta.get("description", ""),
-                meta.get("source", ""),
-                "yes" if meta.get("external") else "no",
-                "yes" if meta.get("thread_safe_create") else "no",
-                td(tag("code", str(meta.get("source_sha256", ""))[:12])),
+                meta.description,
+                meta.source,
+                "yes" if meta.external else "no",
+                "yes" if meta.thread_safe_create else "no",
+                td(tag("code", meta.source_sha256[:12])),
             )
         )
     head = ("strategy", "description", "source", "external", "thread-safe create", "sha256")
@@ -322,7 +319,7 @@ def summary_tables(
 
 def suite_section(name: str, run: RunData, plots: list[Plot]) -> Html:
     data = run.suites[name]
-    spec = data.spec
+    spec = viewspec.view(name)
     title = spec.title if spec is not None else name
     status = data.status
     badge_cls = "badge" + (" bad" if status == "failed" else "" if status == "done" else " warn")
@@ -425,15 +422,14 @@ def selfcheck_section(run: RunData) -> Html | None:
 def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdict: Verdict) -> str:
     failures = failures_section(run)
     suites = [suite_section(name, run, plots) for name in run.suites]
-    scenarios_html = scenario_section(run, scenario_cases(run))
+    views = [(v.NAME, s) for v in cross_suite() if (s := v.section(run)) is not None]
     check = selfcheck_section(run)
     nav_ids = ["env", "verdict", *run.suites, "strategies", "profile", "reproduce"]
     if check is not None:
         nav_ids.insert(nav_ids.index("strategies"), "selfcheck")
-    if scenarios_html is not None:
-        nav_ids.insert(2, "scenarios")
+    nav_ids[2:2] = [name for name, _section in views]
     if failures is not None:
-        nav_ids.insert(2 + (scenarios_html is not None), "failures")
+        nav_ids.insert(2 + len(views), "failures")
     nav = tag("nav", *(Html(f'<a href="#{esc_html(i)}">{esc_html(i)}</a>') for i in nav_ids))
     status_cls = "badge" + ("" if run.status == "complete" else " bad")
     header = tag(
@@ -444,7 +440,7 @@ def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdic
             tag("code", run.path.name),
             " ",
             tag("span", run.status, class_=status_cls),
-            f" commit {run.environment.get('git_commit', '?')} · baseline {run.baseline}",
+            f" commit {run.environment.git_commit} · baseline {run.baseline}",
             class_="muted",
         ),
     )
@@ -462,8 +458,7 @@ def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdic
         env_section(run),
         verdict_section(verdict, metrics, run),
     ]
-    if scenarios_html is not None:
-        parts.append(scenarios_html)
+    parts += [section for _name, section in views]
     if failures is not None:
         parts.append(failures)
     parts += suites

@@ -12,18 +12,28 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench import suites
+from bench.config import RunConfig
 from bench.errors import DataError
 from bench.names import BenchName, twin_of
 from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of
-from bench.runformat import MANIFEST, SuiteExtras, check_schema, read_extra_file
-from bench.selfcheck import SELFCHECK_FILE, SelfCheck
+from bench.runformat import (
+    MANIFEST,
+    SELFCHECK_FILE,
+    Environment,
+    Manifest,
+    SelfCheck,
+    StrategyMeta,
+    SuiteExtras,
+    SuiteRecord,
+    read_extra_file,
+)
 from bench.stats.derive import (
     GcRates,
     StepPercentiles,
@@ -38,15 +48,6 @@ from bench.suites.spec import SuiteSpec
 
 PROFILE_SHARES = Path("profile") / "shares.json"
 
-_MANIFEST_KEYS: dict[str, type] = {
-    "command": str,
-    "config": dict,
-    "environment": dict,
-    "strategies": dict,
-    "suites": dict,
-    "status": str,
-}
-
 
 @dataclass(frozen=True)
 class SuiteData:
@@ -55,9 +56,9 @@ class SuiteData:
 
     name: str
     status: str
-    spec: SuiteSpec | None  # None for a suite this version does not know
+    spec: SuiteSpec | None  # its declaration; None for a suite this version does not know
     baseline: str = ""
-    config: dict[str, Any] = field(default_factory=dict)  # the run's configuration
+    config: RunConfig = field(default_factory=RunConfig)  # the run's configuration
     runs: dict[str, list[list[float]]] = field(default_factory=dict)  # per worker process
     units: dict[str, str] = field(default_factory=dict)
     gc_modes: dict[str, str] = field(default_factory=dict)  # benchmark -> GC mode
@@ -123,42 +124,41 @@ class ProfileShare:
 @dataclass(frozen=True)
 class RunData:
     path: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
+    config: RunConfig  # the manifest's configuration, decoded
     suites: dict[str, SuiteData]
     profile: list[ProfileShare] | None
     selfcheck: SelfCheck | None = None
 
     @property
-    def environment(self) -> dict[str, Any]:
-        return dict(self.manifest["environment"])
+    def environment(self) -> Environment:
+        return self.manifest.environment
 
     @property
-    def config(self) -> dict[str, Any]:
-        return dict(self.manifest["config"])
-
-    @property
-    def strategies(self) -> dict[str, dict[str, Any]]:
-        return dict(self.manifest["strategies"])
+    def strategies(self) -> dict[str, StrategyMeta]:
+        return self.manifest.strategies
 
     @property
     def baseline(self) -> str:
-        return str(self.manifest["config"].get("baseline", ""))
+        return self.config.baseline
 
     @property
     def command(self) -> str:
-        return str(self.manifest["command"])
+        return self.manifest.command
 
     @property
     def status(self) -> str:
-        return str(self.manifest["status"])
+        return self.manifest.status
 
     def is_reference(self, strategy: str) -> bool:
         """A strategy that holds no state (control) measures the harness, not a candidate."""
-        return self.strategies.get(strategy, {}).get("holds_state") is False
+        meta = self.strategies.get(strategy)
+        return meta is not None and not meta.holds_state
 
     def is_target(self, strategy: str) -> bool:
         """A revision of a user's tree (--target), measured only as written."""
-        return bool(self.strategies.get(strategy, {}).get("target"))
+        meta = self.strategies.get(strategy)
+        return meta is not None and meta.target
 
     def pattern_of(self, strategy: str) -> str:
         """The access pattern a strategy's headline figures use: as written for a revision, the
@@ -169,8 +169,7 @@ class RunData:
     @property
     def targets(self) -> dict[str, dict[str, Any]]:
         """Revisions measured (--target), by strategy name: path, revision, full hash, layout."""
-        raw = self.manifest.get("targets") or {}
-        return {str(k): dict(v) for k, v in raw.items() if isinstance(v, dict)}
+        return self.manifest.targets
 
     def is_twin(self, strategy: str) -> bool:
         """An A/A twin of the baseline (<baseline>.aa): its row is the noise floor, never a
@@ -218,29 +217,20 @@ def _inside(run_dir: Path, rel: str, path: Path, where: str) -> Path:
     return target
 
 
-def load_manifest(run_dir: Path) -> dict[str, Any]:
+def load_manifest(run_dir: Path) -> Manifest:
     path = run_dir / MANIFEST
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: no such run folder")
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise _fail(path, f"not a reqstate-bench manifest (a JSON {type(data).__name__})")
-    if "schema" not in data:
-        raise _fail(path, "not a reqstate-bench manifest (no 'schema')")
-    check_schema(data["schema"], path)
-    for key, kind in _MANIFEST_KEYS.items():
-        if key not in data:
-            raise _fail(path, f"manifest has no {key!r}")
-        _expect(data[key], kind, path, key)
-    for name, meta in data["strategies"].items():
-        _expect(meta, dict, path, f"strategies.{name}")
-    for name, st in data["suites"].items():
-        _expect(st, dict, path, f"suites.{name}")
-        _expect(st.get("status", "missing"), str, path, f"suites.{name}.status")
-        _expect(st.get("files", {}), dict, path, f"suites.{name}.files")
-        _expect(st.get("failures", {}), dict, path, f"suites.{name}.failures")
-        _expect(st.get("worker_errors", []), list, path, f"suites.{name}.worker_errors")
-    return data
+    return Manifest.from_json(read_json(path), path)
+
+
+def run_config(manifest: Manifest, path: Path) -> RunConfig:
+    """The run's configuration (keys another version wrote and this one does not know are
+    ignored: an old run still renders)."""
+    try:
+        return suites.config_from_json(json.dumps(manifest.config), strict=False)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}: unusable configuration ({exc})") from None
 
 
 def _pyperf_runs(
@@ -260,11 +250,9 @@ def _pyperf_runs(
     return runs, units, gc_modes_of(suite)
 
 
-def load_suite(
-    run_dir: Path, name: str, st: Mapping[str, Any], config: dict[str, Any]
-) -> SuiteData:
+def load_suite(run_dir: Path, name: str, st: SuiteRecord, config: RunConfig) -> SuiteData:
     manifest_path = run_dir / MANIFEST
-    files = st.get("files", {})
+    files = st.files
     spec = next((s for s in suites.specs() if s.name == name), None)
     extras = SuiteExtras()
     runs: dict[str, list[list[float]]] = {}
@@ -276,16 +264,15 @@ def load_suite(
     if "pyperf" in files:
         path = _inside(run_dir, files["pyperf"], manifest_path, f"suites.{name}.files.pyperf")
         runs, units, modes = _pyperf_runs(path)
-    wall = st.get("wall_s")
     status = SuiteData(
         name,
-        str(st.get("status", "missing")),
+        st.status,
         spec,
-        str(config.get("baseline", "")),
+        config.baseline,
         config,
-        failures={str(k): str(v) for k, v in st.get("failures", {}).items()},
-        worker_errors=[str(e) for e in st.get("worker_errors", [])],
-        wall_s=float(wall) if isinstance(wall, (int, float)) else None,
+        failures=dict(st.failures),
+        worker_errors=list(st.worker_errors),
+        wall_s=st.wall_s,
     )
     return dataclasses.replace(status, runs=runs, units=units, gc_modes=modes, extras=extras)
 
@@ -327,19 +314,21 @@ def load_run(run_dir: Path) -> RunData:
     """The whole run folder, validated; suites in the registry's order, unknown ones after."""
     run_dir = Path(run_dir)
     manifest = load_manifest(run_dir)
-    listed = manifest["config"].get("suites") or list(manifest["suites"])
+    config = run_config(manifest, run_dir / MANIFEST)
+    listed = config.suites or tuple(manifest.suites)
     known = [s.name for s in suites.specs()]
-    order = [s for s in known if s in listed or s in manifest["suites"]]
-    order += [s for s in manifest["suites"] if s not in order]
+    order = [s for s in known if s in listed or s in manifest.suites]
+    order += [s for s in manifest.suites if s not in order]
     loaded = {
         name: load_suite(
-            run_dir, name, manifest["suites"].get(name, {"status": "not run"}), manifest["config"]
+            run_dir, name, manifest.suites.get(name, SuiteRecord(status="not run")), config
         )
         for name in order
     }
     return RunData(
         path=run_dir,
         manifest=manifest,
+        config=config,
         suites=loaded,
         profile=load_profile(run_dir),
         selfcheck=load_selfcheck(run_dir),

@@ -7,41 +7,23 @@ escaped, so GitHub renders exactly one table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from bench.report.headline import Metric
 from bench.report.load import RunData
-from bench.report.scenarios import cases as scenario_cases
-from bench.report.scenarios import scenario_markdown
-from bench.report.text import clean, esc_md, fmt, fmt_ratio, md_code, md_code_block
+from bench.report.text import esc_md, fmt, fmt_ratio, md_code, md_code_block, md_table
 from bench.report.verdict import Verdict, describe_family
-
-
-def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Cells must already be escaped (esc_md) and on one line."""
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join("---" for _ in head) + "|",
-    ]
-    for row in rows:
-        cells = [clean(c) or " " for c in row]
-        cells += [" "] * (len(head) - len(cells))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+from bench.report.views import cross_suite
 
 
 def env_line(run: RunData) -> str:
     env = run.environment
-    device = str(env.get("device", "?"))
-    if env.get("device_name"):
-        device += f" ({env['device_name']})"
+    device = env.device + (f" ({env.device_name})" if env.device_name else "")
     parts = [
-        f"Python {env.get('python', '?')}",
-        f"torch {env.get('torch', '?')}",
+        f"Python {env.python}",
+        f"torch {env.torch}",
         f"device {device}",
-        f"{env.get('cpu', '?')} ({env.get('cpu_count', '?')} CPUs)",
-        f"commit {env.get('git_commit', '?')}",
-        f"scenarios {', '.join(str(x) for x in run.config.get('scenarios', ()))}",
+        f"{env.cpu} ({env.cpu_count or '?'} CPUs)",
+        f"commit {env.git_commit}",
+        f"scenarios {', '.join(run.config.scenarios)}",
         f"baseline {run.baseline}",
         f"run {run.status}",
     ]
@@ -107,7 +89,8 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
             ]
     else:
         out += ["No results in this run.", ""]
-    out += scenario_markdown(run, scenario_cases(run))
+    for view in cross_suite():
+        out += view.markdown_lines(run)
     if run.selfcheck is not None and run.selfcheck.suite_ns:
         c = run.selfcheck
         parts = [f"{md_code(s)} {a:.2f}" for s in c.timeit_ns if (a := c.agreement(s)) is not None]
@@ -136,7 +119,7 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
         )
         out += [f"**Failures:** {listing}; see report.html.", ""]
     descriptions = [
-        [md_code(name), esc_md(run.strategies.get(name, {}).get("description", ""))]
+        [md_code(name), esc_md(meta.description if (meta := run.strategies.get(name)) else "")]
         for name in run.strategy_names()
     ]
     out += [

@@ -21,7 +21,7 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from bench import suites
+from bench.report import viewspec
 from bench.report.load import RunData
 from bench.storage import write_atomic
 
@@ -119,7 +119,7 @@ def make_plots(run: RunData) -> list[Plot]:
     out = []
     with plt.rc_context():  # restores the caller's rcParams on exit
         cast(Any, plt.rcParams).update(_RC)
-        for spec in suites.specs():
+        for spec in viewspec.views():
             if run.suite(spec.name) is None:
                 continue
             for figure in spec.figures:
@@ -141,7 +141,7 @@ def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     (a re-rendered report never shows a stale plot)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made = {p.name for p in plots}
-    for name in (f.name for spec in suites.specs() for f in spec.figures):
+    for name in (f.name for view in viewspec.views() for f in view.figures):
         if name not in made:
             for ext in ("png", "svg"):
                 (out_dir / f"{name}.{ext}").unlink(missing_ok=True)

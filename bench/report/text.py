@@ -10,6 +10,7 @@ from __future__ import annotations
 import html as _html
 import math
 import re
+from collections.abc import Sequence
 
 # C0 and C1 control characters except tab; newlines become spaces (cells are one line).
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -115,3 +116,16 @@ def md_code(text: object) -> str:
     """Inline code for names; anything unusual falls back to escaped plain text."""
     s = clean(text)
     return f"`{s}`" if _CODE_SAFE_RE.fullmatch(s) else esc_md(s)
+
+
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Cells must already be escaped (esc_md) and on one line."""
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+    ]
+    for row in rows:
+        cells = [clean(c) or " " for c in row]
+        cells += [" "] * (len(head) - len(cells))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -11,87 +11,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-from bench import suites
 from bench.names import twin_of
+from bench.report import viewspec
 from bench.report.load import RunData
+from bench.report.model import Change, Entry, Family, Ranking, Verdict
 from bench.report.text import fmt
+from bench.report.viewspec import FamilySpec
 from bench.stats.derive import Summary
-from bench.suites.spec import FamilySpec
 
 # How many clear swaps a change statement names before summarising the rest as a count.
 MAX_NAMED_SWAPS = 6
-
-
-@dataclass(frozen=True)
-class Entry:
-    strategy: str
-    value: float
-    unit: str
-    low: float | None = None  # 95% CI of the value, when there is one
-    high: float | None = None
-    ratio: float | None = None  # against the baseline
-    verdict: str = ""  # faster / slower / same vs the baseline; "" when no test applies
-    reference: bool = False  # holds no state (control): ranked and shown, never named best
-
-    @property
-    def significant(self) -> bool:
-        return self.verdict in ("faster", "slower")
-
-
-@dataclass(frozen=True)
-class Ranking:
-    condition: str
-    entries: list[Entry]  # best (lowest) first
-
-    def candidates(self) -> list[Entry]:
-        return [e for e in self.entries if not e.reference] or self.entries
-
-    def leader(self) -> Entry | None:
-        candidates = self.candidates()
-        return candidates[0] if candidates else None
-
-    def tied_leaders(self) -> list[Entry]:
-        """Every candidate with exactly the best value (all zero GC pauses, equal sizes)."""
-        lead = self.leader()
-        return [e for e in self.candidates() if lead is not None and e.value == lead.value]
-
-    def with_verdict(self, verdict: str) -> list[str]:
-        return [e.strategy for e in self.entries if e.verdict == verdict]
-
-
-@dataclass(frozen=True)
-class Change:
-    before: str  # condition labels
-    after: str
-    leaders: tuple[str, str] | None  # set when the best candidate differs
-    swaps: int  # pairs whose order reverses
-    clear: list[tuple[str, str]]  # (a, b): a ahead in `before`, b ahead in `after`, both clear
-
-
-@dataclass(frozen=True)
-class Family:
-    key: str
-    title: str
-    axis: str  # what varies between rankings: "lookup size", "access pattern", ...
-    has_test: bool  # whether entries carry significance against the baseline
-    featured: bool = False  # open in the HTML report and summarised in summary.md
-    rankings: list[Ranking] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
-
-    @property
-    def stable(self) -> bool:
-        return len(self.rankings) > 1 and not any(c.swaps for c in self.changes)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    baseline: str
-    families: list[Family]
-
-    def family(self, key: str) -> Family | None:
-        return next((f for f in self.families if f.key == key), None)
 
 
 def summary_entry(s: Summary, run: RunData) -> Entry:
@@ -180,11 +110,11 @@ def _families_of(spec: FamilySpec, run: RunData, summaries: list[Summary]) -> li
     if spec.group is not None:
         found = [g for g in (s.bench.get(spec.group) for s in rows) if g is not None]
         featured = spec.featured if isinstance(spec.featured, tuple) else ()
-        preferred = [*featured, *(str(v) for v in run.config.get(spec.group_config or "", ()))]
+        preferred = [*featured, *(str(v) for v in run.config.value(spec.group_config or "") or ())]
         groups = list(axis_values(found, preferred))
     axis = spec.axis
     if axis is not None and axis.startswith("@"):  # the parameter a config key names
-        axis = str(run.config.get(axis[1:], ""))
+        axis = str(run.config.value(axis[1:]) or "")
     out = []
     for group in groups:
         mine = [s for s in rows if group is None or s.bench.get(spec.group or "") == group]
@@ -192,7 +122,7 @@ def _families_of(spec: FamilySpec, run: RunData, summaries: list[Summary]) -> li
         if axis is None:
             rankings.append(Ranking("", rank(summary_entry(s, run) for s in mine)))
         else:
-            preferred = [str(v) for v in run.config.get(spec.axis_config or "", ())]
+            preferred = [str(v) for v in run.config.value(spec.axis_config or "") or ()]
             present = [v for v in (s.bench.get(axis) for s in mine) if v is not None]
             for value in axis_values(present, preferred):
                 chosen = [s for s in mine if s.bench.get(axis) == value]
@@ -215,7 +145,7 @@ def _families_of(spec: FamilySpec, run: RunData, summaries: list[Summary]) -> li
 
 def compute(run: RunData) -> Verdict:
     families: list[Family] = []
-    for spec in suites.specs():
+    for spec in viewspec.views():
         data = run.suite(spec.name)
         if data is None:
             continue

@@ -1,13 +1,16 @@
-"""The suites: every module here that defines NAME and run() is one (bench.suites.spec says
-what else it may define), plus the gate's worker suite (bench.gate.suite), which `--suite` does
-not offer.
+"""The suites: every package here is one (bench/suites/spec.py says what it declares), plus the
+gate's worker suite (bench.gate.suite, a single module), which `--suite` does not offer.
 
-    specs()          every suite, in run/report order
-    public_names()   what `python -m bench run --suite` accepts
-    get(name)        one suite's spec (UsageError naming the known ones otherwise)
+    specs()              every suite, in run/report order
+    public_names()       what `python -m bench run --suite` accepts
+    get(name)            one suite's spec (UsageError naming the known ones otherwise)
+    option_types()       each suite's options class, by suite
+    default_config()     the run configuration with every suite's default options
+    config_from_json()   a configuration back from its flat JSON
 
-Adding a suite is adding one module (and its tests): the runner, the worker, the terminal
-table, the loader and the report take it from here.
+Adding a suite is adding one package (and its tests): its options join the configuration, the
+runner plans its workers, the worker runs it, and the report, terminal table and verdict read it
+through its view (bench/report/viewspec.py reads the view modules).
 """
 
 from __future__ import annotations
@@ -15,24 +18,23 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from dataclasses import replace
+from typing import Any
 
+from bench.config import RunConfig, SuiteOptions
 from bench.errors import UsageError
 from bench.suites.spec import SuiteSpec
 
 # Suites that live with the subsystem they serve rather than in this folder.
 _ELSEWHERE = ("bench.gate.suite",)
-# Modules here that are shared by the suites, not suites.
-_HELPERS = frozenset({"measure", "spec"})
 
 
 @functools.cache
 def specs() -> tuple[SuiteSpec, ...]:
     found: dict[str, SuiteSpec] = {}
-    modules = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
-    for module_name in [*modules, *_ELSEWHERE]:
-        if module_name.rsplit(".", 1)[1] in _HELPERS:
-            continue
-        spec = SuiteSpec.from_module(importlib.import_module(module_name))
+    packages = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if m.ispkg]
+    for module_name in [*packages, *_ELSEWHERE]:
+        spec = SuiteSpec.from_package(importlib.import_module(module_name))
         if spec.name in found:
             raise TypeError(f"two suites named {spec.name!r}")
         found[spec.name] = spec
@@ -50,4 +52,28 @@ def get(name: str) -> SuiteSpec:
     raise UsageError(f"unknown suite {name!r}; choose from {', '.join(public_names())}")
 
 
-__all__ = ["SuiteSpec", "get", "public_names", "specs"]
+def option_types() -> dict[str, type[SuiteOptions]]:
+    return {s.name: s.options for s in specs() if s.options is not None}
+
+
+def default_config(**changes: Any) -> RunConfig:
+    """Every public suite, each with its default options; `changes` to the shared fields."""
+    config = RunConfig(suites=public_names(), options={n: t() for n, t in option_types().items()})
+    return replace(config, **changes) if changes else config
+
+
+def config_from_json(text: str, *, strict: bool = True) -> RunConfig:
+    """A configuration from its flat JSON (strict=False: a run folder of another version, whose
+    unknown keys are ignored)."""
+    return RunConfig.from_json(text, option_types(), strict=strict)
+
+
+__all__ = [
+    "SuiteSpec",
+    "config_from_json",
+    "default_config",
+    "get",
+    "option_types",
+    "public_names",
+    "specs",
+]

@@ -1,45 +1,39 @@
-"""What a suite says about itself: one SuiteSpec per suite module.
+"""What a suite says about itself. A suite is a package, bench/suites/<name>/, in two halves:
 
-A suite module is found the way strategies are: it defines module-level names, which the
-registry (bench.suites) reads into a SuiteSpec and validates, naming the module and the missing
-piece when one is absent.
+    __init__.py   the declaration, imported by both halves and the registry:
+                    NAME, ORDER, KIND     required: identity, position, the benchmark kind
+                    PUBLIC, PAIRED        optional: --suite offers it; strategies share rounds
+                    Options               optional: its options (a bench.config.SuiteOptions)
+                    SHARED                optional: names of further constants both halves use
+    run.py        the measuring half, imported by workers only:
+                    run(ctx) -> SuiteOutput   required
+                    plan(config) -> [Job]     optional (default: its `workers` processes, each
+                                              measuring every strategy interleaved)
+    view.py       the reading half, imported by the report only:
+                    TITLE, NOTE               required: report heading, one sentence
+                    NOISE_KEYS, TABLE_SPLIT, FIGURES, FAMILIES, and the hooks terminal_rows,
+                    terminal_extra, report_extra, headline, extra_families: optional
 
-    NAME, TITLE, NOTE, ORDER      required: identity, report heading, one sentence, position
-    run(ctx) -> SuiteOutput       required: what one worker process measures
-    plan(config) -> [Job]         optional: worker processes (default: config.workers, each
-                                  measuring every strategy interleaved)
-    PUBLIC, PAIRED, NOISE_KEYS, TABLE_SPLIT, FIGURES, FAMILIES, and the read-side hooks terminal_rows,
-    terminal_extra, report_extra, headline, extra_families: optional (see SuiteSpec)
-
-The runner, the worker, the terminal table, the loader and the report iterate specs; nothing
-outside a suite's module branches on its name. A spec carries
-
-  worker side   run(ctx) -> SuiteOutput, executed in a fresh worker process, and plan(config):
-                which worker processes to start, each with which configuration
-  read side     how its benchmarks are tabled (table_split), which rows the terminal shows,
-                extra terminal lines and report blocks from its raw data, its figures, its
-                headline metrics and its verdict families
-
-Read-side hooks receive the loaded data (bench.report.load.SuiteData / RunData) and import the
-report's helpers inside their bodies, so importing a suite module stays cheap and torch-free.
+A worker never imports a view (so matplotlib and the report stay out of the heap the gc suite
+measures) and the report never imports a run module (so it never imports torch). An upper-case
+name a declaration or a view does not know is refused, naming the closest valid one (asv's
+trap: a misspelt FIGURE would otherwise be silently ignored).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bench.config import RunConfig
+from bench.config import RunConfig, SuiteOptions
+from bench.declared import unknown_name
 
-if TYPE_CHECKING:
-    from bench.report.headline import Metric
-    from bench.report.load import RunData, SuiteData
-    from bench.report.markup import Html
-    from bench.report.verdict import Family
-    from bench.stats.derive import Summary
-    from bench.suites.measure import SuiteOutput, WorkerContext
+
+class SuiteDeclarationError(TypeError):
+    """A suite module breaks its declaration (a bug in the harness, or a misspelt name)."""
 
 
 @dataclass(frozen=True)
@@ -50,80 +44,37 @@ class Job:
     config: RunConfig
 
 
-@dataclass(frozen=True)
-class FamilySpec:
-    """A verdict family: strategies ranked on the benchmarks of one kind, one ranking per value
-    of `axis` (None: a single ranking). `group` splits the kind into several families, one per
-    value (lookup: one per op); `{group}` in key and title is replaced by that value."""
-
-    key: str
-    title: str
-    kind: str
-    axis: str | None  # a parameter; "@key": the parameter the run configuration's key names
-    axis_label: str = ""  # what varies between rankings, in words ("lookup size")
-    axis_config: str | None = None  # a run-configuration list giving the axis's order
-    group: str | None = None
-    group_config: str | None = None  # a run-configuration list giving the groups' order
-    match: tuple[tuple[str, str], ...] = ()  # only benchmarks with these parameters
-    has_test: bool = True  # entries carry significance against the baseline
-    # Open in the HTML report and summarised in summary.md (the PR text): all or none of the
-    # family's groups (a bool), or the group values that are (a tuple).
-    featured: bool | tuple[str, ...] = False
+def refuse_unknown_names(module: ModuleType, known: set[str], what: str) -> None:
+    """SuiteDeclarationError naming an upper-case top-level name that is not `known`."""
+    problem = unknown_name(module, known)
+    if problem is not None:
+        raise SuiteDeclarationError(f"{module.__name__}: {what}: {problem}")
 
 
-@dataclass(frozen=True)
-class FigureSpec:
-    """A report figure: `build(run, styles)` returns a matplotlib Figure, or None without data."""
+# -- the two halves -----------------------------------------------------------------------------
 
-    name: str  # file stem under plots/
-    title: str
-    build: Callable[[RunData, dict[str, Any]], Any]
+DECLARATION_NAMES = {"NAME", "ORDER", "KIND", "PUBLIC", "PAIRED", "NOISE_KEYS", "SHARED"}
 
 
-def _no_rows(summaries: list[Summary]) -> list[Summary]:
-    return summaries
+def _default_plan(options: SuiteOptions | None) -> Callable[[RunConfig], list[Job]]:
+    def plan(config: RunConfig) -> list[Job]:
+        workers = config.workers if options is None else config.suite(options.SUITE).workers
+        return [Job(w, config) for w in range(workers)]
 
-
-def _nothing(_data: Any) -> list[Any]:
-    return []
-
-
-# Module-level functions a suite module may define, picked up by name (as asv finds `time_*`).
-HOOKS = (
-    "run",
-    "plan",
-    "terminal_rows",
-    "terminal_extra",
-    "report_extra",
-    "headline",
-    "extra_families",
-)
-
-
-# Module constants and the spec fields they fill.
-REQUIRED = {"NAME": "name", "TITLE": "title", "NOTE": "note", "ORDER": "order"}
-OPTIONAL = {
-    "PUBLIC": "public",
-    "PAIRED": "paired",
-    "NOISE_KEYS": "noise_keys",
-    "TABLE_SPLIT": "table_split",
-    "FIGURES": "figures",
-    "FAMILIES": "families",
-}
-
-
-def _default_plan(config: RunConfig) -> list[Job]:
-    return [Job(w, config) for w in range(config.workers)]
+    return plan
 
 
 @dataclass(frozen=True)
 class SuiteSpec:
+    """A suite: its declaration, and how to reach its two halves (imported on first use)."""
+
     name: str
-    title: str  # report section heading
-    note: str  # one sentence under it: what a value is
-    order: int  # position in runs and reports
-    run: Callable[[WorkerContext], SuiteOutput]
-    plan: Callable[[RunConfig], list[Job]] = _default_plan  # config.workers, all strategies
+    order: int
+    kind: str
+    package: str  # the declaring module
+    run_module: str  # the measuring half
+    view_module: str | None  # the reading half (None: never reported, the gate's suite)
+    options: type[SuiteOptions] | None = None
     public: bool = True  # selectable with --suite (the gate's worker suite is not)
     # every strategy measured in the same worker processes, value i of each in the same round
     # (comparisons pair them); False when each strategy has processes of its own (gc)
@@ -131,32 +82,61 @@ class SuiteSpec:
     # per kind, the parameters that make a noise family (default: all of them); the A/A twin's
     # deviation on a family is the floor its benchmarks are held to (bench/stats/classify.py)
     noise_keys: dict[str, tuple[str, ...]] | None = None
-    # a parameter (or several) giving one report table per value (per combination)
-    table_split: str | tuple[str, ...] | None = None
-    terminal_rows: Callable[[list[Summary]], list[Summary]] = _no_rows
-    terminal_extra: Callable[[SuiteData], list[str]] = _nothing
-    report_extra: Callable[[SuiteData], list[Html]] = _nothing
-    figures: tuple[FigureSpec, ...] = ()
-    headline: Callable[[RunData], list[Metric]] = _nothing
-    families: tuple[FamilySpec, ...] = ()
-    extra_families: Callable[[RunData], list[Family]] = _nothing
 
     @classmethod
-    def from_module(cls, module: ModuleType) -> SuiteSpec:
-        """Read a suite module's names into a spec; TypeError naming what is missing."""
+    def from_package(cls, module: ModuleType, *, run_module: str | None = None) -> SuiteSpec:
+        """Read a suite's declaration; SuiteDeclarationError naming what is missing."""
         where = module.__name__
-        missing = [n for n in REQUIRED if not hasattr(module, n)]
-        if not callable(getattr(module, "run", None)):
-            missing.append("run()")
+        missing = [n for n in ("NAME", "ORDER", "KIND") if not hasattr(module, n)]
         if missing:
-            raise TypeError(f"{where}: suite module is missing {', '.join(missing)}")
-        fields: dict[str, Any] = {
-            field_name: getattr(module, constant)
-            for constant, field_name in {**REQUIRED, **OPTIONAL}.items()
-            if hasattr(module, constant)
-        }
-        hooks = {h: getattr(module, h) for h in HOOKS if callable(getattr(module, h, None))}
-        return cls(**fields, **hooks)
+            raise SuiteDeclarationError(
+                f"{where}: suite declaration is missing {', '.join(missing)}"
+            )
+        shared = set(getattr(module, "SHARED", ()))
+        refuse_unknown_names(module, DECLARATION_NAMES | shared, "suite declaration")
+        options = getattr(module, "Options", None)
+        if options is not None and not (
+            isinstance(options, type) and issubclass(options, SuiteOptions)
+        ):
+            raise SuiteDeclarationError(f"{where}: Options must subclass bench.config.SuiteOptions")
+        if options is not None and options.SUITE != module.NAME:
+            raise SuiteDeclarationError(f"{where}: Options.SUITE must be {module.NAME!r}")
+        is_package = hasattr(module, "__path__")
+        return cls(
+            name=module.NAME,
+            order=module.ORDER,
+            kind=module.KIND,
+            package=where,
+            run_module=run_module or (f"{where}.run" if is_package else where),
+            view_module=f"{where}.view" if is_package else None,
+            options=options,
+            public=getattr(module, "PUBLIC", True),
+            paired=getattr(module, "PAIRED", True),
+            noise_keys=getattr(module, "NOISE_KEYS", None),
+        )
+
+    # -- the measuring half ------------------------------------------------------------------
+
+    def _runner(self) -> ModuleType:
+        module = importlib.import_module(self.run_module)
+        if not callable(getattr(module, "run", None)):
+            raise SuiteDeclarationError(f"{self.run_module}: a suite's run module needs run(ctx)")
+        return module
+
+    def run(self, ctx: Any) -> Any:
+        """One worker process's measurement: the run module's run(ctx) (a WorkerContext in, a
+        SuiteOutput out; bench.measure.context)."""
+        return self._runner().run(ctx)
+
+    def plan(self, config: RunConfig) -> list[Job]:
+        """The worker processes this suite needs: the run module's plan, or its `workers`
+        processes each measuring every strategy interleaved."""
+        module = self._runner()
+        if callable(getattr(module, "plan", None)):
+            jobs: list[Job] = module.plan(config)
+            return jobs
+        opts = config.options.get(self.name)
+        return _default_plan(opts)(config)
 
 
 def with_values(config: RunConfig, values: int) -> RunConfig:

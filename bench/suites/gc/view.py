@@ -1,223 +1,21 @@
-"""gc: GC pressure per strategy, with automatic GC enabled and with gc.freeze() after warm-up,
-over a background heap of `background_objects` tracked objects (production heaps hold 1e5-1e6).
-
-A GC measurement needs the heap of one strategy alone, so unlike the other suites each worker
-process holds ONE strategy (the plan starts one process per strategy per repetition, in a
-seeded shuffled order). Per process and GC mode:
-  gc/<strategy>/gc=<mode>       mean scheduler step latency (per_field pattern, the PR's code)
-  gc_full/<strategy>/gc=<mode>  pause of a full gc.collect() with the live population, the cost
-                                production sees as 100-400 ms stalls (frozen objects are skipped)
-and, once per strategy, memory/<strategy>/metric=request_bytes and tracked_objects_per_request
-(tracemalloc and gc.get_objects). Raw extras: collections per generation and pause time
-(gc.callbacks), per-step latencies with a GC flag, tracked objects in the heap, memory figures
-and those of a bare request.
-"""
+"""The gc suite's reading half (bench.suites.spec): collections and pauses per 1,000 iterations,
+full-collection pauses, memory per request, headline columns and verdict families."""
 
 from __future__ import annotations
 
-import functools
-import gc
-import random
-from array import array
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bench.config import RunConfig
-from bench.names import BenchName
-from bench.suites.spec import FamilySpec, FigureSpec, Job
+from bench.names import BenchName, CaseKey
+from bench.report.viewspec import FamilySpec, FigureSpec
 
 if TYPE_CHECKING:
-    from bench.core.scenarios import Scenario
     from bench.report.headline import Metric
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
     from bench.report.verdict import Family
-    from bench.suites.measure import SuiteOutput, WorkerContext
-    from strategies import Strategy
 
-NAME = "gc"
 TITLE = "Garbage collection and memory"
 NOTE = "Step time with a large background heap, collector enabled vs frozen; memory per request."
-ORDER = 30
-PAIRED = False  # one worker process per strategy: values of two strategies share no round
-# With one process per strategy, how often collections land is a property of the process, not of
-# the scenario: a noise family is the GC mode (the A/A twin strayed 25-32% on prefill cases and
-# 2% on decode ones in the same quick run).
-NOISE_KEYS = {"gc": ("gc",), "gc_full": ("gc",)}
-
-GC_PATTERN = "per_field"  # the PR's access pattern; GC pressure does not depend on it
-# Full collections timed per process, case and mode: 3 give a median robust to one outlier
-# (each takes ~0.1-0.2 s over the default heap, times every strategy, scenario and mode).
-FULL_COLLECTIONS = 3
-
-
-def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
-    kept[:] = make(k)
-    return kept
-
-
-def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
-    from bench.gcprobe import per_item_cost
-    from bench.runformat import MemoryFigures
-    from bench.suites.measure import failure_text
-
-    n = ctx.config.memory_sample_requests
-    ids = array("q", (1, 2, 3, 4))  # one shared prompt: bytes net of a bare request anyway
-    plain = ctx.config.requests.make(None)
-
-    def make_bare(k: int) -> list[Any]:
-        return [plain(f"m{i}", ids, 1) for i in range(k)]
-
-    # The first measurement in a process counts a few one-time objects (-0.07 to -0.23 tracked
-    # objects per request measured here); a throwaway one absorbs them.
-    per_item_cost(make_bare, n)
-    bare_bytes, bare_objects = per_item_cost(make_bare, n)
-    for s in ctx.strategies:
-        try:
-            cls = ctx.config.requests.make(s)
-
-            def make(k: int, cls: type = cls, s: Strategy = s) -> list[Any]:
-                reqs = [cls(f"m{i}", ids, 1) for i in range(k)]
-                for r in reqs:
-                    s.get(r)  # the empty state the PR's get-or-create gives every request
-                return reqs
-
-            kept: list[Any] = []
-            req_bytes, req_objects = per_item_cost(functools.partial(_make_into, kept, make), n)
-            for r in kept:
-                s.release(r)
-            kept.clear()
-        except Exception as exc:
-            out.failures[s.name] = f"memory/{s.name}: {failure_text(exc)}"
-            continue
-        out.extras.memory[s.name] = MemoryFigures(req_bytes, req_objects, bare_bytes, bare_objects)
-        for metric, value, unit in (
-            ("request_bytes", req_bytes, "byte"),
-            ("tracked_objects_per_request", req_objects, "integer"),
-        ):
-            name = BenchName.of("memory", s.name, metric=metric)
-            out.add(name, value, warmup=False, loops=n, unit=unit)
-
-
-def _full_collection_s() -> float:
-    from bench.timing import time_loop_ns
-
-    return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
-
-
-def _run_mode(
-    ctx: WorkerContext,
-    out: SuiteOutput,
-    s: Strategy,
-    case: tuple[Scenario, dict[str, str]],
-    mode: str,
-) -> None:
-    from bench.core.scheduler import make_scheduler, warmup_steps
-    from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
-    from bench.runformat import GcCounts
-    from bench.suites.measure import StepRecorder
-    from bench.timing import StepClock
-
-    cfg = ctx.config
-    scenario, extra = case
-    steps = cfg.gc_steps_per_value
-    pool = ctx.make_pool(scenario)
-    from bench.core.callsites import patterns_for
-
-    (pattern,) = patterns_for(s, (GC_PATTERN,))
-    with gc_paused():
-        sched = make_scheduler(s, scenario, pool, pattern=pattern, seed=cfg.seed)
-    name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
-    counts = GcCounts()
-    with GcProbe() as probe:
-        rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
-        sched.run(warmup_steps(scenario) + steps)  # warm-up before freezing, as engines do
-        apply_gc_mode(mode)
-        counts.tracked_objects_at_start.append(len(gc.get_objects()))
-        for r in range(cfg.warmup_values + cfg.values):
-            warmup = r < cfg.warmup_values
-            c0, p0 = list(probe.collections), list(probe.pause_ns)
-            probe.max_pause_ns = 0
-            value = rec.measure(steps, warmup=warmup)
-            out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
-            if warmup:
-                continue
-            counts.add(
-                GcCounts(
-                    collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
-                    pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
-                    max_pause_ns=probe.max_pause_ns,
-                    steps=steps,
-                )
-            )
-    full = BenchName.of("gc_full", s.name, scenario=scenario.name, gc=mode, **extra)
-    for _ in range(FULL_COLLECTIONS):
-        out.add(full, _full_collection_s(), warmup=False, loops=1, unit="second", gc_mode=mode)
-    sched.close()
-    gc.unfreeze()
-    gc.enable()
-    out.extras.gc[str(name)] = counts
-    out.extras.steps[str(name)] = rec.kept
-
-
-def run(ctx: WorkerContext) -> SuiteOutput:
-    import torch
-
-    from bench.gcprobe import background_heap
-    from bench.suites.measure import SuiteOutput, failure_text
-
-    out = SuiteOutput()
-    cfg = ctx.config
-    torch.set_num_threads(1)
-    if ctx.worker_index == 0:
-        _memory(ctx, out)
-    cases = cfg.cases()
-    for s in ctx.strategies:
-        if s.name in out.failures:
-            continue
-        heap = background_heap(cfg.background_objects)
-        try:
-            done, total = 0, len(cases) * len(cfg.gc_modes)
-            for case in cases:
-                for mode in cfg.gc_modes:
-                    _run_mode(ctx, out, s, case, mode)
-                    done += 1
-                    ctx.progress(done / total, f"gc {s.name} {case[0].name} gc={mode}")
-        except Exception as exc:
-            out.failures[s.name] = f"gc/{s.name}: {failure_text(exc)}"
-        finally:
-            gc.unfreeze()
-            gc.enable()
-        del heap
-    return out
-
-
-def plan(config: RunConfig) -> list[Job]:
-    """One process per strategy per repetition, strategies in a seeded shuffled order."""
-    from strategies import load_external, resolve_run
-
-    chosen = resolve_run(
-        config.strategies,
-        external=config.external,
-        baseline=config.baseline,
-        twins=config.aa_twins,
-    )
-    twin_of = {s.name: s.twin_of for s in chosen}
-    external_of = {load_external(spec).name: spec for spec in config.external}
-    rng = random.Random(config.seed)
-    jobs = []
-    for w in range(config.gc_workers):
-        order = [s.name for s in chosen]
-        rng.shuffle(order)
-        for name in order:
-            source = twin_of[name] or name  # a twin's job loads its original's module too
-            ext = (external_of[source],) if source in external_of else ()
-            one = replace(config, strategies=(name,), external=ext, aa_twins=0)
-            jobs.append(Job(w, one))
-    return jobs
-
-
-# -- read side --------------------------------------------------------------------------------
 
 # The gc and gc_full families rank strategies once per GC mode, in the configuration's order,
 # one family per scenario case.
@@ -229,10 +27,9 @@ _BY_GC_MODE: dict[str, Any] = {
 }
 
 
-def _case(name: str) -> str:
-    """'scenario=decode-dspark' (plus any swept parameter): the name without kind, strategy
-    and GC mode."""
-    return BenchName.parse(name).without("gc").condition
+def _case(name: str) -> CaseKey:
+    """The scheduler case of a gc benchmark (its parameters without the GC mode)."""
+    return BenchName.parse(name).case
 
 
 def _mode(name: str) -> str:
@@ -240,12 +37,12 @@ def _mode(name: str) -> str:
 
 
 def _modes(data: SuiteData) -> list[str]:
-    order = [str(m) for m in data.config.get("gc_modes", ())]
+    order = list(data.config.suite("gc").modes)
     found = {_mode(n) for n in data.gc_rates}
     return [m for m in order if m in found] + sorted(found - set(order))
 
 
-def _cases(data: SuiteData) -> list[str]:
+def _cases(data: SuiteData) -> list[CaseKey]:
     return list(dict.fromkeys(_case(n) for n in sorted(data.gc_rates)))
 
 
@@ -353,7 +150,6 @@ def gc_figure(run: RunData, st: dict[str, Any]) -> Any:
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.6), layout="constrained")
     width = 0.8 / max(1, len(names))
     for i, case in enumerate(cases):
-        params = dict(p.split("=", 1) for p in case.split("/"))
         for j, strategy in enumerate(names):
             x = i - 0.4 + width * (j + 0.5)
             common = {
@@ -361,11 +157,11 @@ def gc_figure(run: RunData, st: dict[str, Any]) -> Any:
                 "edgecolor": "#333333",
                 "hatch": st[strategy].hatch,
             }
-            r = data.gc_rates.get(str(BenchName.of("gc", strategy, **params, gc=mode)))
+            r = data.gc_rates.get(str(BenchName.of("gc", strategy, **case.as_params(), gc=mode)))
             if r is not None:
                 axes[0].bar(x, r.collections_total_per_kstep, width, **common)
                 axes[1].bar(x, r.pause_ms_per_kstep, width, **common)
-            s = full.get(str(BenchName.of("gc_full", strategy, **params, gc=mode)))
+            s = full.get(str(BenchName.of("gc_full", strategy, **case.as_params(), gc=mode)))
             if s is not None:
                 err = yerr(s.median, s.ci_low, s.ci_high, 1e3)
                 axes[2].bar(
@@ -377,9 +173,7 @@ def gc_figure(run: RunData, st: dict[str, Any]) -> Any:
         "full gc.collect() pause (ms, median, 95% CI)",
     )
     for ax, ylabel in zip(axes, labels, strict=True):
-        ax.set_xticks(
-            range(len(cases)), [label(c.replace("scenario=", "")) for c in cases], rotation=20
-        )
+        ax.set_xticks(range(len(cases)), [label(c.short) for c in cases], rotation=20)
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         if not any(p.get_height() > 0 for p in ax.patches):
@@ -426,7 +220,7 @@ def memory_figure(run: RunData, st: dict[str, Any]) -> Any:
     return fig
 
 
-def _pause_values(run: RunData, case: str, mode: str) -> dict[str, float]:
+def _pause_values(run: RunData, case: CaseKey, mode: str) -> dict[str, float]:
     """Collector pause per 1,000 iterations, in seconds, per strategy, for one case and mode."""
     data = run.suite("gc")
     if data is None:
@@ -467,8 +261,7 @@ def headline(run: RunData) -> list[Metric]:
         case = cases[0]
         modes = _modes(data)
         mode = "enabled" if "enabled" in modes else modes[0]
-        params = dict(p.split("=", 1) for p in case.split("/"))
-        short = case.replace("scenario=", "")
+        short = case.short
         metrics.append(
             summary_metric(
                 run,
@@ -477,7 +270,7 @@ def headline(run: RunData) -> list[Metric]:
                 key="gc_full",
                 title=f"full GC pause ({short}, gc={mode})",
                 note="one full gc.collect() with the live population: the stall production sees",
-                **params,
+                **case.as_params(),
                 gc=mode,
             )
         )
@@ -507,7 +300,7 @@ def extra_families(run: RunData) -> list[Family]:
     mode = "enabled" if "enabled" in modes else modes[0]
     rankings = [
         Ranking(
-            case.replace("scenario=", ""),
+            case.short,
             rank(
                 Entry(strategy=s, value=v, unit="second", reference=run.is_reference(s))
                 for s, v in _pause_values(run, case, mode).items()

@@ -1,70 +1,28 @@
-"""scaling: one scenario's step cost as its size parameter grows, per strategy.
-
-By default decode-dspark with decode_batch 64, 256, 1,024, 4,096: the decode forward is where
-the PR put an O(B) get-or-create scan. Names:
-scaling/<strategy>/scenario=<s>/pattern=<p>/<scaling_key>=<n>; a value is the mean step time
-at that size, taken with the cyclic collector frozen after warm-up (gc.freeze()). The report
-divides by n for the cost per batch request and fits the marginal cost
-per request and its log-log slope against n: a slope near 0 is a constant cost per request, a
-clearly positive slope a cost that grows.
-"""
+"""The scaling suite's reading half (bench.suites.spec): marginal cost per request and its
+log-log slope, the figure, verdict families."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.config import RunConfig
-from bench.suites.spec import FamilySpec, FigureSpec, Job
+from bench.report.viewspec import FamilySpec, FigureSpec
+from bench.suites.scaling import KIND
 
 if TYPE_CHECKING:
+    from bench.config import RunConfig
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
     from bench.stats.derive import Summary
-    from bench.suites.measure import SuiteOutput, WorkerContext
 
-NAME = "scaling"
 TITLE = "Scaling with batch size"
 NOTE = (
     "Step time of one scenario as its size parameter (the decode batch by default) grows, with "
     "the collector frozen after warm-up (its pauses are the gc suite's measurement)."
 )
-ORDER = 40
-
-KIND = "scaling"
 
 
-def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.suites.measure import SuiteOutput, measure_cases
-
-    out = SuiteOutput()
-    cfg = ctx.config
-    measure_cases(
-        ctx,
-        out,
-        kind=KIND,
-        cases=cfg.scaling_cases(),
-        patterns=(cfg.scaling_pattern,),
-        steps_per_value=cfg.scaling_steps_per_value,
-        keep_steps=False,
-        count=False,
-        # The fit is about the cost per batch request. Collector pauses here would scale with
-        # everything alive in this process (every strategy's scheduler, B requests each, each
-        # with a tensor) and land on whichever strategy's value triggers them: frozen after
-        # warm-up, as engines do; what collections cost is the gc suite's measurement.
-        gc_mode="frozen",
-    )
-    return out
-
-
-def plan(config: RunConfig) -> list[Job]:
-    return [Job(w, config) for w in range(config.scaling_workers)]
-
-
-# -- read side --------------------------------------------------------------------------------
-
-
-def _key(config: dict[str, Any]) -> str:
-    return str(config.get("scaling_key", "decode_batch"))
+def _key(config: RunConfig) -> str:
+    return str(config.suite(KIND).key)
 
 
 def _fits(data: SuiteData) -> dict[str, Any]:
@@ -181,8 +139,8 @@ def figure(run: RunData, st: dict[str, Any]) -> Any:
         frameon=False,
         title="marginal cost: log-log slope\n(or ns/request with 2 sizes)",
     )
-    pattern = label(run.config.get("scaling_pattern", "?"))
-    scenario = label(run.config.get("scaling_scenario", "?"))
+    pattern = label(run.config.suite(KIND).pattern)
+    scenario = label(run.config.suite(KIND).scenario)
     fig.suptitle(
         f"Scaling: {scenario} step time against {label(_key(run.config))} (pattern={pattern})"
     )

@@ -1,36 +1,19 @@
-"""lookup: seconds per get (hit, miss/create), peek (hit, miss), update of the ten fields and
-reset, with 1e3, 1e4 and 1e5 live requests holding state in the strategy, in declared memory
-regimes (bench.suites.measure.REGIME_SENTENCES): warm and cold by default.
-
-Names: lookup/<strategy>/op=<op>/live=<n>/regime=<regime>. A warm value is calibrated passes
-over the live requests' sample (at least lookup_min_value_ns); a cold value is whole passes,
-each timed alone after an untimed eviction of the CPU caches. Creation of requests is never
-timed: get_miss times `get` over a batch of requests built just before, and releases them just
-after, untimed.
-"""
+"""The lookup suite's reading half (bench.suites.spec): tables per size and regime, the figures
+net of control, the figure, headline columns and verdict families."""
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING, Any
 
-from bench.config import RunConfig
-from bench.suites.spec import FamilySpec, FigureSpec, Job
+from bench.report.viewspec import FamilySpec, FigureSpec
+from bench.suites.lookup import KIND, OPS, REFERENCE, REGIMES
 
 if TYPE_CHECKING:
     from bench.report.headline import Metric
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
     from bench.stats.derive import Summary
-    from bench.suites.measure import (
-        CacheEvictor,
-        Population,
-        Subject,
-        SuiteOutput,
-        WorkerContext,
-    )
 
-NAME = "lookup"
 TITLE = "Lookup: one state operation on a live request"
 NOTE = (
     "Time per operation; one table per live-table size and memory regime. "
@@ -39,121 +22,9 @@ NOTE = (
     "visited in random order after the CPU caches are evicted (what a scheduler sees when it "
     "touches a request again after a forward)."
 )
-ORDER = 10
 TABLE_SPLIT = ("live", "regime")  # one report table per live-table size and regime
-
-KIND = "lookup"
-OPS: tuple[str, ...] = ("get_hit", "get_miss", "peek_hit", "peek_miss", "update", "reset")
-# The harness's own cost (the loop and a call) is this strategy's: figures net of it are the
-# strategies' own.
-REFERENCE = "control"
 # The terminal shows one live size (~300 rows otherwise); the report shows them all.
-TERMINAL_LIVE = 10_000
-
-
-def _build(
-    ctx: WorkerContext, out: SuiteOutput, n: int, regime: str, evict: CacheEvictor | None
-) -> tuple[list[Population], list[Subject]]:
-    from bench.names import BenchName
-    from bench.suites.measure import build_populations, failure_text, lookup_subject
-
-    cfg = ctx.config
-
-    def build(strategies: list[Any], size: int) -> list[Population]:
-        return build_populations(
-            strategies,
-            size,
-            regime=regime,
-            miss_batch=cfg.lookup_miss_batch,
-            max_pass=cfg.lookup_max_pass,
-            rng=random.Random(cfg.seed + n),
-            requests=cfg.requests,
-        )
-
-    # A strategy that raises is found on a population of its own, so the others are still
-    # built together (the cold regime needs them interleaved) and measured.
-    def fail(name: str, exc: BaseException) -> None:
-        out.failures[name] = f"lookup/{name} setup at live={n} regime={regime}: {failure_text(exc)}"
-
-    def alone(s: Any, size: int) -> bool:
-        try:
-            for pop in build([s], size):
-                pop.close()
-            return True
-        except Exception as exc:
-            fail(s.name, exc)
-            return False
-
-    usable = [s for s in ctx.strategies if s.name not in out.failures and alone(s, 16)]
-    try:
-        populations = build(usable, n)
-    except Exception:
-        usable = [s for s in usable if alone(s, n)]
-        try:
-            populations = build(usable, n)
-        except Exception as exc:
-            for s in usable:
-                fail(s.name, exc)
-            return [], []
-    subjects: list[Subject] = []
-    kept: list[Population] = []
-    for pop in populations:
-        name = pop.strategy.name
-        try:  # building a subject runs the operation (calibration, the warm regime's first pass)
-            subjects += [
-                lookup_subject(
-                    pop,
-                    op,
-                    BenchName.of(KIND, name, op=op, live=n, regime=regime),
-                    cfg.lookup_min_value_ns,
-                    evict if regime == "cold" else None,
-                    cfg.lookup_cold_lookups,
-                )
-                for op in OPS
-            ]
-            kept.append(pop)
-        except Exception as exc:
-            fail(name, exc)
-            subjects = [x for x in subjects if x.strategy != name]
-            pop.close()
-    populations = kept
-    return populations, subjects
-
-
-def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.gcprobe import gc_paused
-    from bench.suites.measure import CacheEvictor, SuiteOutput, interleave
-
-    out = SuiteOutput()
-    sizes = ctx.config.lookup_sizes
-    regimes = ctx.config.lookup_regimes
-    evict = CacheEvictor() if "cold" in regimes else None
-    cells = [(n, r) for n in sizes for r in regimes]
-    # The cyclic GC is off throughout, as timeit has it: a lookup's figure is the operation's
-    # own cost; what the collector costs is the gc suite's subject. (With it on, a full
-    # collection over 1e6 live requests would land in some values and not others.)
-    with gc_paused(collect=False):
-        for i, (n, regime) in enumerate(cells):
-            populations, subjects = _build(ctx, out, n, regime, evict)
-            interleave(
-                ctx,
-                out,
-                subjects,
-                label=f"lookup live={n} regime={regime}",
-                progress_base=i / len(cells),
-                progress_span=1 / len(cells),
-            )
-            for pop in populations:
-                pop.close()
-            del populations, subjects
-    return out
-
-
-def plan(config: RunConfig) -> list[Job]:
-    return [Job(w, config) for w in range(config.lookup_workers)]
-
-
-# -- read side --------------------------------------------------------------------------------
+_TERMINAL_LIVE = 10_000
 
 
 def sizes(summaries: list[Summary], op: str = "get_hit") -> list[int]:
@@ -162,7 +33,6 @@ def sizes(summaries: list[Summary], op: str = "get_hit") -> list[int]:
 
 def regimes(summaries: list[Summary]) -> list[str]:
     from bench.report.verdict import axis_values
-    from bench.suites.measure import REGIMES
 
     found = (s.bench.get("regime") for s in summaries)
     return axis_values((r for r in found if r is not None), REGIMES)
@@ -172,7 +42,7 @@ def terminal_rows(summaries: list[Summary]) -> list[Summary]:
     found = sorted({s.bench.int("live") for s in summaries if "live" in s.bench})
     if not found:
         return summaries
-    pick = TERMINAL_LIVE if TERMINAL_LIVE in found else found[-1]
+    pick = _TERMINAL_LIVE if _TERMINAL_LIVE in found else found[-1]
     return [s for s in summaries if s.bench.get("live") == str(pick)]
 
 

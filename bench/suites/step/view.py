@@ -1,63 +1,23 @@
-"""step: scheduler iteration latency per scenario x strategy x access pattern, interleaved.
-
-Names: step/<strategy>/scenario=<preset>/pattern=<per_field|cached>[/<swept key>=<value>]. A
-value is the mean host time of `steps_per_value` scheduler iterations (pyperf loops = steps).
-Every measured iteration's own latency is kept (host, and device time from CUDA events on a
-GPU) with the number of collections during it, and the queue lengths after it (once per
-scenario case: every strategy replays the same stream); worker 0 also counts, untimed, the
-state lookups and creations per iteration. The report derives p50/p99/p99.9/max, per_field /
-cached per strategy, queue statistics, and each strategy's cost net of `control` as a share of
-the scenario's forward time (bench/report/scenarios.py).
-"""
+"""The step suite's reading half (bench.suites.spec): per-step percentiles, per_field / cached
+ratios, the latency distribution, headline columns and verdict families."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.config import RunConfig
-from bench.names import BenchName
+from bench.names import BenchName, CaseKey
+from bench.report.viewspec import FamilySpec, FigureSpec
 from bench.runformat import StepSeries
-from bench.suites.spec import FamilySpec, FigureSpec, Job, with_values
+from bench.suites.step import KIND
 
 if TYPE_CHECKING:
+    from bench.config import RunConfig
     from bench.report.headline import Metric
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
-    from bench.suites.measure import SuiteOutput, WorkerContext
 
-NAME = "step"
 TITLE = "Scheduler step"
 NOTE = "Median time of one synthetic scheduler step, per access pattern."
-ORDER = 20
-
-KIND = "step"
-
-
-def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.suites.measure import SuiteOutput, measure_cases, measure_requests
-
-    out = SuiteOutput()
-    cfg = ctx.config
-    measure_requests(ctx, out)  # every worker: construction time is a timing like any other
-    measure_cases(
-        ctx,
-        out,
-        kind=KIND,
-        cases=cfg.cases(),
-        patterns=cfg.patterns,
-        steps_per_value=cfg.steps_per_value,
-        keep_steps=True,
-        count=ctx.worker_index == 0,  # counts are exact: one worker's are enough
-    )
-    return out
-
-
-def plan(config: RunConfig) -> list[Job]:
-    # The headline suite and the noisiest: its own process count and values per process.
-    return [Job(w, with_values(config, config.step_values)) for w in range(config.step_workers)]
-
-
-# -- read side --------------------------------------------------------------------------------
 
 
 def _pattern_ratios(data: SuiteData) -> dict[str, Any]:
@@ -74,7 +34,7 @@ def _who(label: str) -> str:
 
 
 def terminal_extra(data: SuiteData) -> list[str]:
-    from bench.report.scenarios import cost_lines
+    from bench.report.scenarios.prose import cost_lines
 
     lines = cost_lines(data)
     ratios = _pattern_ratios(data)
@@ -127,10 +87,10 @@ def report_extra(data: SuiteData) -> list[Html]:
     return out
 
 
-def _cases(names: Any, config: dict[str, Any]) -> list[str]:
-    from bench.report.scenarios import ordered_cases
+def _cases(names: Any, config: RunConfig) -> list[CaseKey]:
+    from bench.stats.scenarios import ordered_cases
 
-    return ordered_cases({BenchName.parse(n).without("pattern").condition for n in names}, config)
+    return ordered_cases((BenchName.parse(n).case for n in names), config.scenarios)
 
 
 def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
@@ -153,9 +113,9 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
     )
     names: list[str] = []
     for ax, case in zip(axes.flat, cases, strict=False):
-        params = dict(p.split("=", 1) for p in case.split("/"))
         for strategy in st:
-            bench = str(BenchName.of(KIND, strategy, **params, pattern=run.pattern_of(strategy)))
+            pattern = run.pattern_of(strategy)
+            bench = str(BenchName.of(KIND, strategy, **case.as_params(), pattern=pattern))
             vals = sorted(v / 1e3 for v in series.get(bench, _EMPTY).host_ns if v > 0)
             if not vals:
                 continue
@@ -177,7 +137,7 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
         ax.set_xscale("log")
         plain_log_ticks(ax.xaxis)
         ax.set_xlabel("iteration latency (µs, host)")
-        ax.set_title(label(case.replace("scenario=", "")))
+        ax.set_title(label(case.short))
     for ax in axes.flat[len(cases) :]:
         ax.set_visible(False)
     axes[0][0].set_ylabel("fraction of iterations ≤ x")
@@ -186,14 +146,14 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
     return fig
 
 
-def _p99_metric(run: RunData, case: str) -> Metric | None:
+def _p99_metric(run: RunData, case: CaseKey) -> Metric | None:
     from bench.report.headline import Cell, Metric
     from bench.stats import quantile_ratio_ci
 
     data = run.suite("step")
     if data is None:
         return None
-    short = case.replace("scenario=", "")
+    short = case.short
     pattern = run.pattern_of(run.baseline)
     metric = Metric(
         key=f"p99_{short}",
@@ -202,13 +162,12 @@ def _p99_metric(run: RunData, case: str) -> Metric | None:
         words=("faster", "slower"),
         note="99th percentile of per-iteration host latency; CI: bootstrap over recorded steps",
     )
-    params = dict(p.split("=", 1) for p in case.split("/"))
-    base_name = str(BenchName.of(KIND, run.baseline, **params, pattern=pattern))
+    base_name = str(BenchName.of(KIND, run.baseline, **case.as_params(), pattern=pattern))
     base = data.percentiles.get(base_name)
     base_raw = [float(v) for v in data.extras.steps.get(base_name, _EMPTY).host_ns]
     for name, p in data.percentiles.items():
         bench = BenchName.parse(name)
-        if bench.without("pattern").condition != case or bench.get("pattern") != pattern:
+        if bench.case != case or bench.get("pattern") != pattern:
             continue
         value = p.p99_ns / 1e9
         if bench.strategy == run.baseline or base is None or not base.p99_ns:
@@ -235,8 +194,7 @@ def headline(run: RunData) -> list[Metric]:
     pattern = run.pattern_of(run.baseline)
     metrics = []
     for case in cases:
-        params = dict(p.split("=", 1) for p in case.split("/"))
-        short = case.replace("scenario=", "")
+        short = case.short
         metrics.append(
             summary_metric(
                 run,
@@ -245,7 +203,7 @@ def headline(run: RunData) -> list[Metric]:
                 key=f"step_{short}",
                 title=f"iteration {short}",
                 note=f"median scheduler iteration in {short} ({pattern}, the baseline's pattern), paired per round",
-                **params,
+                **case.as_params(),
                 pattern=pattern,
             )
         )
@@ -258,7 +216,7 @@ _EMPTY = StepSeries()  # read-only stand-in for a benchmark without per-step dat
 
 
 def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
-    from bench.report.scenarios import sweep_figure as build
+    from bench.report.scenarios.figure import sweep_figure as build
 
     return build(run, st)
 

@@ -1,0 +1,79 @@
+"""`python -m bench scenarios` and `python -m bench workload`: the scheduler presets and the
+request models, the core's own commands (registered by bench/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.cliargs import Parser, SubParsers, model_name
+from bench.core import scenarios
+from bench.errors import UsageError
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    from bench.core import scenario_docs
+
+    try:
+        if args.markdown:
+            print(scenario_docs.markdown(), end="")
+        elif args.explain:
+            print(scenario_docs.explain(scenarios.get(args.explain)))
+        else:
+            print(scenario_docs.listing())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def _cmd_workload(args: argparse.Namespace) -> int:
+    from bench.core import reqmodel
+
+    if args.workload_command == "models":
+        for name in reqmodel.available():
+            model = reqmodel.load(name)
+            if model is None:
+                print(f"{name:<20} the earlier generated table (bench/core/workload.py)")
+            else:
+                print(
+                    f"{name:<20} {len(model.attrs)} attributes, {model.tracked()} GC-tracked; {model.origin}"
+                )
+        return 0
+    try:
+        model = reqmodel.import_req(Path(args.path), args.name, origin=args.origin or "")
+    except reqmodel.ImportReqError as exc:
+        raise UsageError(str(exc)) from None
+    print(reqmodel.describe(model))
+    out = Path(args.output) if args.output else reqmodel.DATA_DIR / f"{args.name}.json"
+    from bench.storage import write_json
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(out, model.to_json())
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the table ({exc.strerror})") from None
+    print(f"table: {out}")
+    return 0
+
+
+def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    p_scen = sub.add_parser("scenarios", help="list the scheduler scenarios, one line each")
+    p_scen.add_argument("--explain", metavar="NAME", help="one scenario's parameters and sources")
+    p_scen.add_argument(
+        "--markdown", action="store_true", help="docs/SCENARIOS.md (every preset, every source)"
+    )
+    p_scen.set_defaults(func=_cmd_scenarios)
+
+    p_work = sub.add_parser("workload", help="request models: import SGLang's Req, list models")
+    work = p_work.add_subparsers(dest="workload_command", required=True, parser_class=Parser)
+    p_imp = work.add_parser(
+        "import-req", help="read class Req from a schedule_batch.py into a request model table"
+    )
+    p_imp.add_argument("path", help="path to sglang/srt/managers/schedule_batch.py")
+    p_imp.add_argument("--name", type=model_name, default="imported", help="model name (imported)")
+    p_imp.add_argument("--origin", help="where the file came from (recorded in the table)")
+    p_imp.add_argument(
+        "--output", help="write the table here (default bench/data/request_models/NAME.json)"
+    )
+    work.add_parser("models", help="the request models this harness ships")
+    p_work.set_defaults(func=_cmd_workload)

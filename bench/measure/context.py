@@ -1,0 +1,146 @@
+"""What every suite's worker side shares: the worker context, one worker's output, and
+interleaved rounds with failure isolation (a strategy that raises is dropped, the others go on).
+
+Runs inside a worker process (bench.worker). Importing it is cheap and torch-free; torch comes
+in when a pool or a clock is built.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bench.config import RunConfig
+from bench.names import BenchName
+from bench.runformat import SuiteExtras
+from strategies import Strategy
+
+if TYPE_CHECKING:
+    import torch
+
+    from bench.core.scenarios import Scenario
+    from bench.rowpool import RowPool
+
+
+@dataclass
+class SuiteOutput:
+    """One worker's results for one suite (what bench.worker writes as JSON)."""
+
+    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extras: SuiteExtras = field(default_factory=SuiteExtras)
+    failures: dict[str, str] = field(default_factory=dict)  # strategy -> error text
+
+    def add(
+        self,
+        name: BenchName,
+        value: float,
+        *,
+        warmup: bool,
+        loops: int,
+        unit: str,
+        gc_mode: str = "enabled",
+    ) -> None:
+        entry = self.benchmarks.setdefault(
+            str(name),
+            {"values": [], "warmups": [], "loops": loops, "unit": unit, "gc_mode": gc_mode},
+        )
+        entry["warmups" if warmup else "values"].append(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        # "benchmarks" and "failures" are read by gates running this tree as their base: stable.
+        return {
+            "benchmarks": self.benchmarks,
+            "extra": self.extras.to_json(),
+            "failures": self.failures,
+        }
+
+
+@dataclass
+class WorkerContext:
+    config: RunConfig
+    worker_index: int
+    device: torch.device
+    strategies: list[Strategy]
+    rng: random.Random
+
+    def progress(self, fraction: float, label: str) -> None:
+        """A progress line for the parent process (it computes the ETA)."""
+        print(f"@progress {fraction:.4f} {label}", file=sys.stderr, flush=True)
+
+    def make_pool(self, scenario: Scenario) -> RowPool:
+        """The scenario's row pool on this worker's device (rows from the scenario)."""
+        from bench.rowpool import RowPool, check_fits, default_shape
+
+        shape = default_shape(
+            self.device,
+            chunked_prefill_size=scenario.chunked_prefill_size,
+            pool_rows=scenario.pool_rows,
+        )
+        check_fits(shape, self.device)
+        return RowPool(shape, self.device)
+
+
+def failure_text(exc: BaseException) -> str:
+    """One line for the report, the innermost frame for the curious."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+@dataclass
+class Subject:
+    """One interleaved unit: a benchmark, its strategy, and how to take one value.
+    `measure(warmup)` returns seconds per loop; warm-up values are recorded as pyperf warm-ups."""
+
+    name: BenchName
+    measure: Callable[[bool], float]
+    loops: int = 1
+    unit: str = "second"
+    gc_mode: str = "enabled"  # the collector's state while measured (pyperf metadata)
+
+    @property
+    def strategy(self) -> str:
+        return self.name.strategy
+
+
+def interleave(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    subjects: list[Subject],
+    *,
+    label: str,
+    progress_base: float = 0.0,
+    progress_span: float = 1.0,
+) -> None:
+    """Round-robin: every round takes one value of every subject, in a fresh shuffled order,
+    so drift on a shared machine hits all strategies alike. A subject whose strategy raises is
+    dropped, with the error recorded; the others go on."""
+    cfg = ctx.config
+    rounds = cfg.warmup_values + cfg.values
+    for r in range(rounds):
+        warmup = r < cfg.warmup_values
+        order = [s for s in subjects if s.strategy not in out.failures]
+        ctx.rng.shuffle(order)
+        for subject in order:
+            if subject.strategy in out.failures:
+                continue
+            try:
+                value = subject.measure(warmup)
+            except Exception as exc:
+                out.failures[subject.strategy] = f"{subject.name}: {failure_text(exc)}"
+                continue
+            out.add(
+                subject.name,
+                value,
+                warmup=warmup,
+                loops=subject.loops,
+                unit=subject.unit,
+                gc_mode=subject.gc_mode,
+            )
+        ctx.progress(
+            progress_base + progress_span * (r + 1) / rounds, f"{label} round {r + 1}/{rounds}"
+        )

@@ -1,0 +1,72 @@
+"""The sweep figure: each design's cost net of control against the swept value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.load import RunData
+from bench.report.scenarios.model import cases
+
+
+def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
+    """With a sweep: each design's cost net of control against the swept value, one panel per
+    scenario (colour: strategy; line: access pattern)."""
+    key = run.config.sweep_key
+    all_cases = cases(run) if key else []
+    if not key or len(all_cases) < 2:
+        return None
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from bench.report.plots import label
+    from bench.report.verdict import axis_values
+
+    names = list(dict.fromkeys(c.name for c in all_cases))
+    values = axis_values(c.key.as_params().get(str(key), "") for c in all_cases)
+    fig, axes = plt.subplots(
+        1, len(names), figsize=(5.4 * len(names) + 2, 4.4), squeeze=False, layout="constrained"
+    )
+    for ax, name in zip(axes[0], names, strict=True):
+        mine = {c.key.as_params().get(str(key), ""): c for c in all_cases if c.name == name}
+        for strategy in st:
+            if run.is_reference(strategy):
+                continue
+            for pattern, style in (("per_field", "-"), ("cached", "--")):
+                xs, ys, lo, hi = [], [], [], []
+                for i, v in enumerate(values):
+                    c = mine[v].cost(strategy, pattern) if v in mine else None
+                    if c is None or c.net is None:
+                        continue
+                    xs.append(i)
+                    ys.append(c.net.median * 1e6)
+                    lo.append(max(0.0, (c.net.median - c.net.ci_low) * 1e6))
+                    hi.append(max(0.0, (c.net.ci_high - c.net.median) * 1e6))
+                if xs:
+                    ax.errorbar(
+                        xs,
+                        ys,
+                        yerr=[lo, hi],
+                        color=st[strategy].color,
+                        marker=st[strategy].marker,
+                        linestyle=style,
+                        capsize=2,
+                        markersize=4,
+                        linewidth=1.1,
+                    )
+        ax.set_xticks(range(len(values)), [label(v) for v in values])
+        ax.set_xlabel(label(key))
+        ax.set_title(label(name))
+        ax.axhline(0, color="grey", linewidth=0.6)
+    axes[0][0].set_ylabel("µs per iteration net of control (median, 95% CI)")
+    handles = [
+        Line2D([], [], color=st[n].color, marker=st[n].marker, label=label(n))
+        for n in st
+        if not run.is_reference(n)
+    ]
+    handles += [
+        Line2D([], [], color="grey", linestyle="-", label="per_field"),
+        Line2D([], [], color="grey", linestyle="--", label="cached"),
+    ]
+    fig.legend(handles=handles, loc="outside right upper", frameon=False)
+    fig.suptitle(f"Cost per iteration against {label(key)}")
+    return fig

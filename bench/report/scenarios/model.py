@@ -1,0 +1,43 @@
+"""The scenario view's data: bench.stats.scenarios' model computed from a loaded run."""
+
+from __future__ import annotations
+
+from bench.names import BenchName
+from bench.report.load import RunData
+from bench.stats.derive import GcRates
+from bench.stats.scenarios import Case, RequestRow, build_cases
+from bench.stats.scenarios import request_rows as _request_rows
+
+
+def _gc_by_case(run: RunData) -> dict[str, dict[str, GcRates]]:
+    """GC rates with the collector enabled, by case key and strategy."""
+    data = run.suite("gc")
+    out: dict[str, dict[str, GcRates]] = {}
+    if data is None:
+        return out
+    for name, rates in data.gc_rates.items():
+        bench = BenchName.parse(name)
+        if bench.get("gc") == "enabled":
+            out.setdefault(bench.case.text, {})[bench.strategy] = rates
+    return out
+
+
+def cases(run: RunData) -> list[Case]:
+    data = run.suite("step")
+    if data is None:
+        return []
+    return build_cases(
+        data.values,
+        data.extras.counts,
+        data.extras.queues,
+        {m.key: m for m in run.manifest.cases},
+        _gc_by_case(run),
+        run.config.scenarios,
+    )
+
+
+def request_rows(run: RunData) -> list[RequestRow]:
+    data = run.suite("step")
+    if data is None:
+        return []
+    return _request_rows(data.extras.requests, run.strategy_names())

@@ -1,0 +1,237 @@
+"""The scenario view's words: numbers as text, the verdict paragraph a reviewer pastes, the
+sentences across a sweep, the terminal's cost lines. Every saving stated is the paired
+per-round difference with its interval, called significant only where that interval excludes
+zero."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from bench.report.load import RunData, SuiteData
+from bench.stats.derive import NetCost, net_of
+from bench.stats.scenarios import (
+    MATERIAL_SHARE,
+    REFERENCE,
+    REVIEW,
+    Case,
+    Cost,
+    difference,
+    negated,
+)
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} µs"
+
+
+def pct(share: float) -> str:
+    if share != share:  # nan
+        return "n/a"
+    if abs(share) >= 0.001:
+        return f"{share * 100:.2f}%"
+    return f"{share * 100:.4f}%"
+
+
+def net_text(c: Cost) -> str:
+    if c.net is None:
+        return "n/a"
+    return f"{us(c.net.median)} [{c.net.ci_low * 1e6:,.1f}, {c.net.ci_high * 1e6:,.1f}]"
+
+
+def _difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
+    """a minus b per round (paired), in seconds."""
+    data = run.suite("step")
+    return None if data is None else difference(data.values, a.bench, b.bench)
+
+
+def interval_us(diff: NetCost) -> str:
+    """A paired difference with its interval: '25.2 µs [18.1, 31.0]'."""
+    return f"{us(diff.median)} [{diff.ci_low * 1e6:,.1f}, {diff.ci_high * 1e6:,.1f}]"
+
+
+def _difference_words(diff: NetCost | None) -> str:
+    """'significant' only where the paired interval of the difference excludes zero."""
+    if diff is None:
+        return "no paired values"
+    return "significant" if diff.significant else "within noise: its interval includes zero"
+
+
+def _target_sentences(run: RunData, case: Case, base: Cost) -> list[str]:
+    """Each other revision against the baseline revision, in the units a reviewer decides with."""
+    out = []
+    for name, meta in run.targets.items():
+        if name == run.baseline:
+            continue
+        c = case.cost(name, run.pattern_of(name))
+        if c is None or c.net is None:
+            continue
+        diff = _difference(run, c, base)
+        text = f"At {name} ({meta.get('layout', 'revision')}), as written, it costs {net_text(c)}"
+        if diff is not None:
+            word = "more" if diff.median > 0 else "less"
+            share = (
+                f"{pct(c.share(diff.median))} [{pct(c.share(diff.ci_low))}, "
+                f"{pct(c.share(diff.ci_high))}] of the forward"
+            )
+            text += (
+                f": {us(abs(diff.median))} {word} per iteration than {run.baseline}, paired per "
+                f"round {interval_us(diff)} ({share}; {_difference_words(diff)})"
+            )
+        if c.lookups is not None and base.lookups is not None:
+            text += (
+                f"; state lookups per iteration {base.lookups:,.1f} → {c.lookups:,.1f}, states "
+                f"created {base.created or 0:,.2f} → {c.created or 0:,.2f}"
+            )
+        out.append(text + ".")
+    return out
+
+
+def verdict_paragraph(run: RunData, case: Case) -> str:
+    """One paragraph a reviewer can paste (plain text; renderers escape it). Every saving it
+    states is the paired per-round difference with its interval, and is called significant
+    only where that interval excludes zero."""
+    source = case.sources.get("forward_ms", "")
+    head = f"{case.title}: forward {case.forward_ms:,.0f} ms" + (f" ({source})" if source else "")
+    pattern = run.pattern_of(run.baseline)
+    pr = case.cost(run.baseline, pattern)
+    if pr is None or pr.net is None:
+        return head + ": no cost net of control (control or the baseline was not measured)."
+    who = (
+        f"The baseline revision ({run.baseline}, as written)"
+        if run.is_target(run.baseline)
+        else f"The PR as written ({run.baseline}, {pattern})"
+    )
+    parts = [
+        head + f". {who} costs {net_text(pr)} per iteration net of the harness, "
+        f"{pct(pr.share(pr.net.median))} of a forward"
+    ]
+    if pr.lookups is not None:
+        parts[-1] += (
+            f", with {pr.lookups:,.1f} state lookups and {pr.created or 0:,.2f} states created per iteration"
+        )
+    parts[-1] += "."
+    if run.targets:
+        return " ".join([*parts, *_target_sentences(run, case, pr)])
+    candidates = [
+        c
+        for c in case.costs
+        if c.net is not None and not run.is_reference(c.strategy) and not run.is_twin(c.strategy)
+    ]
+    best = min(candidates, key=lambda c: c.net.median if c.net else 0.0)
+    review = case.cost(*REVIEW)
+    best_saving: NetCost | None = None
+    for label, alt in (("The review's suggestion", review), ("The cheapest design measured", best)):
+        if alt is None or alt.net is None or alt.bench == pr.bench:
+            continue
+        if label.startswith("The cheapest") and review is not None and alt.bench == review.bench:
+            continue
+        diff = _difference(run, pr, alt)
+        if alt is best:
+            best_saving = diff
+        if diff is None:
+            parts.append(f"{label} ({alt.strategy}, {alt.pattern}) costs {net_text(alt)}.")
+            continue
+        verb = "saves" if diff.median >= 0 else "costs"
+        parts.append(
+            f"{label} ({alt.strategy}, {alt.pattern}) costs {net_text(alt)}: switching {verb} "
+            f"{interval_us(diff) if diff.median >= 0 else interval_us(negated(diff))} per "
+            f"iteration, paired per round ({pct(pr.share(abs(diff.median)))} of the forward; "
+            f"{_difference_words(diff)})."
+        )
+    cached = case.cost(run.baseline, "cached")
+    if cached is not None and cached.bench != pr.bench:
+        diff = _difference(run, pr, cached)
+        if diff is not None:
+            effect = "saves" if diff.median >= 0 else "costs"
+            shown = diff if diff.median >= 0 else negated(diff)
+            parts.append(
+                f"For {run.baseline}, looking the state up once per call site instead of once per "
+                f"field {effect} {interval_us(shown)} per iteration ({_difference_words(diff)})."
+            )
+    if best_saving is not None and best_saving.significant and best_saving.median > 0:
+        saving = best_saving.median
+        matters_below_ms = saving / MATERIAL_SHARE * 1e3
+        where = (
+            "so it matters here"
+            if matters_below_ms >= case.forward_ms
+            else "so at this forward time it does not"
+        )
+        parts.append(
+            f"The largest saving reaches {MATERIAL_SHARE:.0%} of a forward (the level at which "
+            f"scheduler wins get merged) only for forwards shorter than {matters_below_ms:,.2f} ms, "
+            f"{where}."
+        )
+    return " ".join(parts)
+
+
+def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
+    """With a sweep: per scenario, where per_field vs cached becomes significant for the
+    baseline, and where the cheapest design changes."""
+    key = run.config.sweep_key
+    if not key:
+        return []
+    out = []
+    for name in dict.fromkeys(c.name for c in all_cases):
+        mine = [c for c in all_cases if c.name == name]
+        if len(mine) < 2:
+            continue
+        sig_at = []
+        leaders = []
+        for c in mine:
+            value = c.key.as_params().get(key, "?")
+            pr = c.cost(run.baseline, run.pattern_of(run.baseline))
+            cached = c.cost(run.baseline, "cached")
+            if pr is not None and cached is not None:
+                diff = _difference(run, pr, cached)
+                if diff is not None and diff.significant and diff.median > 0:
+                    sig_at.append(value)
+            candidates = [
+                x
+                for x in c.costs
+                if x.net is not None
+                and not run.is_reference(x.strategy)
+                and not run.is_twin(x.strategy)
+            ]
+            if candidates:
+                lead = min(candidates, key=lambda x: x.net.median if x.net else 0.0)
+                leaders.append((value, f"{lead.strategy} ({lead.pattern})"))
+        values = [c.key.as_params().get(key, "?") for c in mine]
+        if sig_at:
+            out.append(
+                f"{name}: per_field vs cached matters for {run.baseline} (significant) at "
+                f"{key} = {', '.join(sig_at)} of {', '.join(values)}."
+            )
+        else:
+            out.append(f"{name}: per_field vs cached is within noise at every {key} measured.")
+        changes = [
+            f"{a[1]} at {a[0]} -> {b[1]} at {b[0]}"
+            for a, b in itertools.pairwise(leaders)
+            if a[1] != b[1]
+        ]
+        out.append(
+            f"{name}: the cheapest design "
+            + (
+                "changes: " + "; ".join(changes)
+                if changes
+                else f"is {leaders[0][1]} at every {key}"
+            )
+            + "."
+            if leaders
+            else f"{name}: no costs net of control."
+        )
+    return out
+
+
+def cost_lines(data: SuiteData) -> list[str]:
+    """The terminal's per-scenario costs net of control (the step suite's extra lines)."""
+    net = net_of(data.values, reference=REFERENCE, kind="step")
+    if not net:
+        return []
+    lines = ["\n   cost per iteration net of control       median [95% CI]"]
+    for name in sorted(net):
+        c = net[name]
+        lines.append(
+            f"   {name:<58} {c.median * 1e6:9.1f} µs [{c.ci_low * 1e6:,.1f}, {c.ci_high * 1e6:,.1f}]"
+        )
+    return lines

@@ -1,0 +1,72 @@
+"""gc: GC pressure per strategy, with automatic GC enabled and with gc.freeze() after warm-up,
+over a background heap of `background_objects` tracked objects (production heaps hold 1e5-1e6).
+
+A GC measurement needs the heap of one strategy alone, so unlike the other suites each worker
+process holds ONE strategy (the plan starts one process per strategy per repetition, in a
+seeded shuffled order). Per process and GC mode:
+  gc/<strategy>/scenario=<preset>/gc=<mode>       mean scheduler step latency (the PR's
+                                                  per_field pattern; a revision as written)
+  gc_full/<strategy>/scenario=<preset>/gc=<mode>  pause of a full gc.collect() with the live
+                                                  population, the cost production sees as
+                                                  100-400 ms stalls (frozen objects are skipped)
+and, once per strategy, memory/<strategy>/metric=request_bytes and tracked_objects_per_request
+(tracemalloc and gc.get_objects). Raw extras: collections per generation and pause time
+(gc.callbacks), per-step latencies with a GC flag, tracked objects in the heap, memory figures
+and those of a bare request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from bench.config import RunConfig, SuiteOptions
+
+NAME = "gc"
+ORDER = 30
+KIND = "gc"
+PAIRED = False  # one worker process per strategy: values of two strategies share no round
+# With one process per strategy, how often collections land is a property of the process, not of
+# the scenario: a noise family is the GC mode (the A/A twin strayed 25-32% on prefill cases and
+# 2% on decode ones in the same quick run).
+NOISE_KEYS = {"gc": ("gc",), "gc_full": ("gc",)}
+SHARED = ("GC_PATTERN",)
+GC_PATTERN = (
+    "per_field"  # the PR's access pattern (revisions: as written); GC does not depend on it
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options(SuiteOptions):
+    SUITE: ClassVar[str] = "gc"
+    KEYS: ClassVar[dict[str, str]] = {
+        "background_objects": "background_objects",
+        "memory_sample_requests": "memory_sample_requests",
+    }
+    QUICK: ClassVar[dict[str, Any]] = {
+        "workers": 1,
+        "steps_per_value": 40,
+        "background_objects": 200_000,
+        "memory_sample_requests": 500,
+    }
+    REPETITION: ClassVar[frozenset[str]] = frozenset(
+        {"workers", "steps_per_value", "memory_sample_requests"}
+    )
+    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ("background_objects",)
+
+    # one process per strategy per repetition (the plan); a repetition costs ~1/9 of the suite
+    workers: int = 1
+    modes: tuple[str, ...] = ("enabled", "frozen")
+    background_objects: int = 500_000
+    steps_per_value: int = 100
+    memory_sample_requests: int = 2_000
+
+    def validate(self, config: RunConfig) -> None:
+        super().validate(config)
+        from bench.gcprobe import GC_MODES
+
+        if not isinstance(self.background_objects, int) or self.background_objects < 0:
+            raise ValueError("background-objects must be >= 0")
+        for m in self.modes:
+            if m not in GC_MODES:
+                raise ValueError(f"unknown GC mode {m!r}; choose from {', '.join(GC_MODES)}")

@@ -1,0 +1,190 @@
+"""The gc suite's measuring half (bench.suites.spec): one worker process per strategy, each
+stepping the scenarios over a background heap with the collector enabled and frozen, timing full
+collections, and (worker 0) the memory one request keeps alive."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import random
+from array import array
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from bench.config import RunConfig
+from bench.measure.context import SuiteOutput, WorkerContext, failure_text
+from bench.names import BenchName
+from bench.suites.gc import GC_PATTERN, KIND
+from bench.suites.spec import Job
+
+if TYPE_CHECKING:
+    from bench.core.scenarios import Scenario
+    from strategies import Strategy
+
+# Full collections timed per process, case and mode: 3 give a median robust to one outlier
+# (each takes ~0.1-0.2 s over the default heap, times every strategy, scenario and mode).
+FULL_COLLECTIONS = 3
+
+
+def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
+    kept[:] = make(k)
+    return kept
+
+
+def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
+    from bench.gcprobe import per_item_cost
+    from bench.runformat import MemoryFigures
+
+    n = ctx.config.suite(KIND).memory_sample_requests
+    ids = array("q", (1, 2, 3, 4))  # one shared prompt: bytes net of a bare request anyway
+    plain = ctx.config.requests.make(None)
+
+    def make_bare(k: int) -> list[Any]:
+        return [plain(f"m{i}", ids, 1) for i in range(k)]
+
+    # The first measurement in a process counts a few one-time objects (-0.07 to -0.23 tracked
+    # objects per request measured here); a throwaway one absorbs them.
+    per_item_cost(make_bare, n)
+    bare_bytes, bare_objects = per_item_cost(make_bare, n)
+    for s in ctx.strategies:
+        try:
+            cls = ctx.config.requests.make(s)
+
+            def make(k: int, cls: type = cls, s: Strategy = s) -> list[Any]:
+                reqs = [cls(f"m{i}", ids, 1) for i in range(k)]
+                for r in reqs:
+                    s.get(r)  # the empty state the PR's get-or-create gives every request
+                return reqs
+
+            kept: list[Any] = []
+            req_bytes, req_objects = per_item_cost(functools.partial(_make_into, kept, make), n)
+            for r in kept:
+                s.release(r)
+            kept.clear()
+        except Exception as exc:
+            out.failures[s.name] = f"memory/{s.name}: {failure_text(exc)}"
+            continue
+        out.extras.memory[s.name] = MemoryFigures(req_bytes, req_objects, bare_bytes, bare_objects)
+        for metric, value, unit in (
+            ("request_bytes", req_bytes, "byte"),
+            ("tracked_objects_per_request", req_objects, "integer"),
+        ):
+            name = BenchName.of("memory", s.name, metric=metric)
+            out.add(name, value, warmup=False, loops=n, unit=unit)
+
+
+def _full_collection_s() -> float:
+    from bench.timing import time_loop_ns
+
+    return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
+
+
+def _run_mode(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    s: Strategy,
+    case: tuple[Scenario, dict[str, str]],
+    mode: str,
+) -> None:
+    from bench.core.scheduler import make_scheduler, warmup_steps
+    from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
+    from bench.measure.steps import StepRecorder
+    from bench.runformat import GcCounts
+    from bench.timing import StepClock
+
+    cfg = ctx.config
+    scenario, extra = case
+    steps = cfg.suite(KIND).steps_per_value
+    pool = ctx.make_pool(scenario)
+    from bench.core.callsites import patterns_for
+
+    (pattern,) = patterns_for(s, (GC_PATTERN,))
+    with gc_paused():
+        sched = make_scheduler(s, scenario, pool, pattern=pattern, seed=cfg.seed)
+    name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
+    counts = GcCounts()
+    with GcProbe() as probe:
+        rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
+        sched.run(warmup_steps(scenario) + steps)  # warm-up before freezing, as engines do
+        apply_gc_mode(mode)
+        counts.tracked_objects_at_start.append(len(gc.get_objects()))
+        for r in range(cfg.warmup_values + cfg.values):
+            warmup = r < cfg.warmup_values
+            c0, p0 = list(probe.collections), list(probe.pause_ns)
+            probe.max_pause_ns = 0
+            value = rec.measure(steps, warmup=warmup)
+            out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
+            if warmup:
+                continue
+            counts.add(
+                GcCounts(
+                    collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
+                    pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
+                    max_pause_ns=probe.max_pause_ns,
+                    steps=steps,
+                )
+            )
+    full = BenchName.of("gc_full", s.name, scenario=scenario.name, gc=mode, **extra)
+    for _ in range(FULL_COLLECTIONS):
+        out.add(full, _full_collection_s(), warmup=False, loops=1, unit="second", gc_mode=mode)
+    sched.close()
+    gc.unfreeze()
+    gc.enable()
+    out.extras.gc[str(name)] = counts
+    out.extras.steps[str(name)] = rec.kept
+
+
+def run(ctx: WorkerContext) -> SuiteOutput:
+    import torch
+
+    from bench.gcprobe import background_heap
+
+    out = SuiteOutput()
+    cfg = ctx.config
+    torch.set_num_threads(1)
+    if ctx.worker_index == 0:
+        _memory(ctx, out)
+    cases = cfg.cases()
+    for s in ctx.strategies:
+        if s.name in out.failures:
+            continue
+        heap = background_heap(cfg.suite(KIND).background_objects)
+        try:
+            done, total = 0, len(cases) * len(cfg.suite(KIND).modes)
+            for case in cases:
+                for mode in cfg.suite(KIND).modes:
+                    _run_mode(ctx, out, s, case, mode)
+                    done += 1
+                    ctx.progress(done / total, f"gc {s.name} {case[0].name} gc={mode}")
+        except Exception as exc:
+            out.failures[s.name] = f"gc/{s.name}: {failure_text(exc)}"
+        finally:
+            gc.unfreeze()
+            gc.enable()
+        del heap
+    return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    """One process per strategy per repetition, strategies in a seeded shuffled order."""
+    from strategies import load_external, resolve_run
+
+    chosen = resolve_run(
+        config.strategies,
+        external=config.external,
+        baseline=config.baseline,
+        twins=config.aa_twins,
+    )
+    twin_of = {s.name: s.twin_of for s in chosen}
+    external_of = {load_external(spec).name: spec for spec in config.external}
+    rng = random.Random(config.seed)
+    jobs = []
+    for w in range(config.suite(KIND).workers):
+        order = [s.name for s in chosen]
+        rng.shuffle(order)
+        for name in order:
+            source = twin_of[name] or name  # a twin's job loads its original's module too
+            ext = (external_of[source],) if source in external_of else ()
+            one = replace(config, strategies=(name,), external=ext, aa_twins=0)
+            jobs.append(Job(w, one))
+    return jobs

@@ -1,0 +1,81 @@
+"""lookup: seconds per get (hit, miss/create), peek (hit, miss), update of the ten fields and
+reset, with 1e3, 1e4 and 1e5 live requests holding state in the strategy, in declared memory
+regimes (REGIME_SENTENCES below): warm and cold by default.
+
+Names: lookup/<strategy>/op=<op>/live=<n>/regime=<regime>. A warm value is calibrated passes
+over the live requests' sample (at least `min_value_ns`); a cold value is whole passes, each timed
+alone after an untimed eviction of the CPU caches. Creation of requests is never timed: get_miss
+times `get` over a batch of requests built just before, and releases them just after, untimed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from bench.config import RunConfig, SuiteOptions
+
+NAME = "lookup"
+ORDER = 10
+KIND = "lookup"
+SHARED = ("OPS", "REFERENCE", "MAX_LIVE_REQUESTS", "REGIMES", "DEFAULT_REGIMES", "REGIME_SENTENCES")
+OPS: tuple[str, ...] = ("get_hit", "get_miss", "peek_hit", "peek_miss", "update", "reset")
+# The harness's own cost (the loop and a call) is this strategy's: figures net of it are the
+# strategies' own.
+REFERENCE = "control"
+# Upper bound on live requests in a lookup table: beyond ~1M the synthetic requests alone
+# outgrow this machine.
+MAX_LIVE_REQUESTS = 1 << 20
+# How a lookup population lies in memory and is visited (bench.measure.lookups.Population); "mixed" is the regime of
+# the harness before regimes were declared, kept so its old figures can be explained.
+REGIMES: tuple[str, ...] = ("warm", "cold", "mixed")
+DEFAULT_REGIMES: tuple[str, ...] = ("warm", "cold")
+REGIME_SENTENCES = {
+    "warm": "warm: one strategy's requests built together and visited in allocation order, "
+    "pass after pass, so what they touch stays in cache (what a timeit-style microbenchmark "
+    "sees).",
+    "cold": "cold: every strategy's requests built interleaved, visited in random order, with "
+    "the CPU caches evicted before every timed pass (what a scheduler sees when it touches a "
+    "request again after a forward).",
+    "mixed": "mixed: each strategy's requests built together, visited in random order, passes "
+    "repeated without eviction or an untimed first pass (the implicit regime of this harness "
+    "before regimes were declared).",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options(SuiteOptions):
+    SUITE: ClassVar[str] = "lookup"
+    QUICK: ClassVar[dict[str, Any]] = {
+        "workers": 1,
+        "sizes": (1_000,),
+        "min_value_ns": 2_000_000,
+        "miss_batch": 500,
+    }
+    REPETITION: ClassVar[frozenset[str]] = frozenset({"workers", "min_value_ns", "cold_lookups"})
+
+    # two worker processes (each 1e5 cell builds 9 x 1e5 requests per regime)
+    workers: int = 2
+    sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
+    miss_batch: int = 2_000  # fresh requests per get_miss value (creation is untimed)
+    max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
+    # memory regimes (REGIMES): how populations lie and are visited
+    regimes: tuple[str, ...] = ("warm", "cold")
+    # a cold value: whole passes, each after an eviction (~20 ms here), until this many
+    # lookups (a cold lookup costs ~0.2-1 us here, so a value lasts ~0.2-1 ms: one pass of the
+    # 1e3 table, or 1e3 of a larger table's sample)
+    cold_lookups: int = 1_000
+
+    def validate(self, config: RunConfig) -> None:
+        super().validate(config)
+        for n in self.sizes:
+            if not isinstance(n, int) or not 16 <= n <= MAX_LIVE_REQUESTS:
+                raise ValueError(
+                    f"lookup sizes must be integers in [16, {MAX_LIVE_REQUESTS}], got {n}"
+                )
+        bad = [r for r in self.regimes if r not in REGIMES]
+        if bad or not self.regimes:
+            raise ValueError(
+                f"unknown lookup regime {bad[0] if bad else '(none)'!r}; choose from {', '.join(REGIMES)}"
+            )

@@ -1,0 +1,112 @@
+"""The lookup suite's measuring half (bench.suites.spec): populations of every strategy in
+each size and regime, every operation interleaved round by round."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from bench.config import RunConfig
+from bench.gcprobe import gc_paused
+from bench.measure.context import Subject, SuiteOutput, WorkerContext, failure_text, interleave
+from bench.measure.lookups import CacheEvictor, Population, build_populations, lookup_subject
+from bench.names import BenchName
+from bench.suites.lookup import KIND, OPS
+from bench.suites.spec import Job
+
+
+def _build(
+    ctx: WorkerContext, out: SuiteOutput, n: int, regime: str, evict: CacheEvictor | None
+) -> tuple[list[Population], list[Subject]]:
+    cfg = ctx.config
+    opts = cfg.suite(KIND)
+
+    def build(strategies: list[Any], size: int) -> list[Population]:
+        return build_populations(
+            strategies,
+            size,
+            regime=regime,
+            miss_batch=opts.miss_batch,
+            max_pass=opts.max_pass,
+            rng=random.Random(cfg.seed + n),
+            requests=cfg.requests,
+        )
+
+    # A strategy that raises is found on a population of its own, so the others are still
+    # built together (the cold regime needs them interleaved) and measured.
+    def fail(name: str, exc: BaseException) -> None:
+        out.failures[name] = f"lookup/{name} setup at live={n} regime={regime}: {failure_text(exc)}"
+
+    def alone(s: Any, size: int) -> bool:
+        try:
+            for pop in build([s], size):
+                pop.close()
+            return True
+        except Exception as exc:
+            fail(s.name, exc)
+            return False
+
+    usable = [s for s in ctx.strategies if s.name not in out.failures and alone(s, 16)]
+    try:
+        populations = build(usable, n)
+    except Exception:
+        usable = [s for s in usable if alone(s, n)]
+        try:
+            populations = build(usable, n)
+        except Exception as exc:
+            for s in usable:
+                fail(s.name, exc)
+            return [], []
+    subjects: list[Subject] = []
+    kept: list[Population] = []
+    for pop in populations:
+        name = pop.strategy.name
+        try:  # building a subject runs the operation (calibration, the warm regime's first pass)
+            subjects += [
+                lookup_subject(
+                    pop,
+                    op,
+                    BenchName.of(KIND, name, op=op, live=n, regime=regime),
+                    opts.min_value_ns,
+                    evict if regime == "cold" else None,
+                    opts.cold_lookups,
+                )
+                for op in OPS
+            ]
+            kept.append(pop)
+        except Exception as exc:
+            fail(name, exc)
+            subjects = [x for x in subjects if x.strategy != name]
+            pop.close()
+    populations = kept
+    return populations, subjects
+
+
+def run(ctx: WorkerContext) -> SuiteOutput:
+    out = SuiteOutput()
+    sizes = ctx.config.suite(KIND).sizes
+    regimes = ctx.config.suite(KIND).regimes
+    evict = CacheEvictor() if "cold" in regimes else None
+    cells = [(n, r) for n in sizes for r in regimes]
+    # The cyclic GC is off throughout, as timeit has it: a lookup's figure is the operation's
+    # own cost; what the collector costs is the gc suite's subject. (With it on, a full
+    # collection over 1e6 live requests would land in some values and not others.)
+    with gc_paused(collect=False):
+        for i, (n, regime) in enumerate(cells):
+            populations, subjects = _build(ctx, out, n, regime, evict)
+            interleave(
+                ctx,
+                out,
+                subjects,
+                label=f"lookup live={n} regime={regime}",
+                progress_base=i / len(cells),
+                progress_span=1 / len(cells),
+            )
+            for pop in populations:
+                pop.close()
+            del populations, subjects
+    return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    return [Job(w, config) for w in range(config.suite(KIND).workers)]

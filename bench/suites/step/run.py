@@ -1,0 +1,34 @@
+"""The step suite's measuring half (bench.suites.spec): every scenario case, one scheduler per
+strategy and access pattern, stepped in interleaved rounds; the request class timed."""
+
+from __future__ import annotations
+
+from bench.config import RunConfig
+from bench.measure.context import SuiteOutput, WorkerContext
+from bench.measure.steps import measure_cases, measure_requests
+from bench.suites.spec import Job, with_values
+from bench.suites.step import KIND
+
+
+def run(ctx: WorkerContext) -> SuiteOutput:
+    out = SuiteOutput()
+    cfg = ctx.config
+    opts = cfg.suite(KIND)
+    measure_requests(ctx, out)  # every worker: construction time is a timing like any other
+    measure_cases(
+        ctx,
+        out,
+        kind=KIND,
+        cases=cfg.cases(),
+        patterns=cfg.patterns,
+        steps_per_value=opts.steps_per_value,
+        keep_steps=True,
+        count=ctx.worker_index == 0,  # counts are exact: one worker's are enough
+    )
+    return out
+
+
+def plan(config: RunConfig) -> list[Job]:
+    # The headline suite and the noisiest: its own process count and values per process.
+    opts = config.suite(KIND)
+    return [Job(w, with_values(config, opts.values)) for w in range(opts.workers)]
