@@ -1,22 +1,182 @@
-"""The layout's promises: the core and the report never import torch, suites describe
-themselves, run folders of an older schema are refused in one line, and a strategy file can be
+"""The layout's promises: the layer order docs/ARCHITECTURE.md draws holds in the import graph
+(imports inside functions and under TYPE_CHECKING included), no two modules import each other,
+a suite's measuring half never reaches the report and its reading half never reaches a worker,
+the core and the report never import torch, suites describe themselves and misspelt names are
+refused, run folders of an older schema are refused in one line, and a strategy file can be
 named wherever a strategy is."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from bench import suites
 from bench.errors import DataError, UsageError
+from bench.report import viewspec
 from bench.report.load import load_run
 from bench.runformat import OLDER_SCHEMAS
+from bench.suites.spec import SuiteDeclarationError, SuiteSpec
 from tests.helpers import FIXTURES, ROOT, run_cli
+
+# Layers, lowest first (docs/ARCHITECTURE.md). A module may import its own layer and below; the
+# most specific prefix decides a module's layer.
+LAYERS: dict[str, int] = {
+    "bench.errors": 0,
+    "bench.names": 0,
+    "bench.declared": 0,
+    "bench.timing": 0,
+    "bench.storage": 0,
+    "strategies": 0,
+    "bench.core": 1,
+    "bench.config": 2,
+    "bench.runformat": 2,
+    "bench.gcprobe": 2,
+    "bench.rowpool": 1,  # the row pool the loops write into (torch, imported where measured)
+    "bench.pyperf_io": 2,
+    "bench.envinfo": 2,
+    "bench.cliargs": 2,
+    "bench.measure": 3,
+    "bench.suites": 4,  # the registry, spec.py and every suite's declaration
+    "bench.suites.*.run": 5,
+    "bench.gate.suite": 5,
+    "bench.gate.instr_target": 5,
+    "bench.worker": 5,
+    "bench.runner": 6,
+    "bench.stats": 7,
+    "bench.report.load": 8,
+    "bench.report": 9,
+    "bench.suites.*.view": 9,
+    "bench.core.cli": 10,
+    "bench.core.scenario_docs": 10,
+    "bench.gate": 10,
+    "bench.target": 10,
+    "bench.profiling": 10,
+    "bench.selfcheck": 10,
+    "bench.selftest_aa": 10,
+    "bench.run_cli": 10,
+    "bench.cli": 10,
+    "bench.instr_target": 10,
+    "bench.__main__": 10,
+    "bench": 10,
+}
+# Edges that the order alone would allow but the halves forbid, by kind of module.
+FORBIDDEN = {
+    "run": ("bench.report", "bench.stats", "bench.suites.*.view"),
+    "view": ("bench.measure", "bench.suites.*.run", "bench.worker", "bench.runner"),
+    "declaration": ("bench.report", "bench.measure", "bench.suites.*.run", "bench.suites.*.view"),
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _pattern(module: str) -> str:
+    """bench.suites.lookup.run -> bench.suites.*.run (a suite's half)."""
+    parts = module.split(".")
+    if len(parts) == 4 and parts[:2] == ["bench", "suites"] and parts[3] in ("run", "view"):
+        return f"bench.suites.*.{parts[3]}"
+    return module
+
+
+def _kind(module: str) -> str | None:
+    """run / view: a suite's halves; declaration: the registry, spec.py, a suite's __init__."""
+    parts = module.split(".")
+    if parts[:2] != ["bench", "suites"]:
+        return None
+    if len(parts) == 4 and parts[3] in ("run", "view"):
+        return parts[3]
+    return "declaration" if len(parts) <= 3 else None
+
+
+def _layer(module: str) -> int:
+    name = _pattern(module)
+    best = max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len)
+    return LAYERS[best]
+
+
+def _imports(path: Path) -> set[str]:
+    """Every bench / strategies module a file imports, at any depth of its code."""
+    out: set[str] = set()
+    module = _module_name(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: -node.level + (path.name == "__init__.py")]
+                name = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            else:
+                name = node.module or ""
+            for a in node.names:  # `from pkg import module` imports the module, not pkg's names
+                out.add(f"{name}.{a.name}" if f"{name}.{a.name}" in MODULES else name)
+    known = set(MODULES) - {"bench"}  # the package itself: every `from bench import x`
+    return {n for n in out if n in known and n != module}
+
+
+MODULES: dict[str, Path] = {
+    _module_name(p): p
+    for top in ("bench", "strategies")
+    for p in sorted((ROOT / top).rglob("*.py"))
+    if "__pycache__" not in p.parts
+}
+
+
+def test_the_import_graph_follows_the_layers() -> None:
+    wrong = []
+    for module, path in MODULES.items():
+        mine = _layer(module)
+        for target in _imports(path):
+            if _layer(target) > mine:
+                wrong.append(f"{module} (layer {mine}) imports {target} (layer {_layer(target)})")
+            banned = FORBIDDEN.get(_kind(module) or "", ())
+            if any(_pattern(target) == b or target.startswith(b + ".") for b in banned):
+                wrong.append(f"{module} imports {target}, which a suite's {_kind(module)} must not")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycles() -> None:
+    graph = {m: _imports(p) for m, p in MODULES.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not cycles, cycles
 
 
 def _fresh(code: str) -> subprocess.CompletedProcess[str]:
@@ -31,10 +191,13 @@ def test_core_is_torch_free() -> None:
         "import bench.core.workload, bench.core.callsites, bench.core.scheduler\n"
         "import bench.core.allocator, bench.core.hostpool, bench.gate.instr_target\n"
         "import bench.core.scenarios, bench.core.arrivals, bench.core.counting\n"
+        "import bench.cli, bench.suites\n"
+        "bench.suites.specs()\n"
         "from bench.core.hostpool import HostPool, host_hidden\n"
         "from bench.core.scenarios import PRESETS\n"
         "from bench.core.scheduler import make_scheduler\n"
-        "from strategies import load_builtin\n"
+        "from strategies import load_builtin, discover\n"
+        "discover()\n"
         "for sc in PRESETS.values():\n"
         "    sc = sc.with_changes({'decode_batch': 32, 'chunked_prefill_size': 1024})\n"
         "    s = make_scheduler(load_builtin('pr652'), sc, HostPool(sc.pool_rows),"
@@ -47,7 +210,8 @@ def test_core_is_torch_free() -> None:
 
 @pytest.mark.slow
 def test_report_is_torch_free(tiny_run: Path, tmp_path: Path) -> None:
-    """Rendering a whole report, the terminal table and a comparison imports no torch."""
+    """Rendering a whole report, the terminal table and a comparison imports no torch, and no
+    suite's measuring half."""
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
     proc = _fresh(
@@ -60,6 +224,9 @@ def test_report_is_torch_free(tiny_run: Path, tmp_path: Path) -> None:
         f"render_table(__import__('pathlib').Path({str(run)!r}))\n"
         f"write_compare({str(run)!r}, {str(run)!r}, {str(tmp_path / 'cmp')!r})\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "halves = [m for m in sys.modules if m.startswith('bench.suites.') and m.endswith('.run')]\n"
+        "assert not halves, halves\n"
+        "assert not [m for m in sys.modules if m.startswith('bench.measure')]\n"
     )
     assert proc.returncode == 0, proc.stderr
 
@@ -67,28 +234,78 @@ def test_report_is_torch_free(tiny_run: Path, tmp_path: Path) -> None:
 def test_suites_describe_themselves() -> None:
     specs = suites.specs()
     assert [s.name for s in specs if s.public] == list(suites.public_names())
-    assert set(suites.public_names()) == {"lookup", "step", "gc", "scaling"}
+    assert set(suites.public_names()) == {s.name for s in specs if s.view_module}
     assert "gate" not in suites.public_names()  # the gate's worker suite is internal
     for spec in specs:
-        assert spec.title
-        assert spec.note
         assert suites.get(spec.name) is spec
-    names = [f.name for s in specs for f in s.figures]
+    for view in viewspec.views():
+        assert view.title
+        assert view.note
+    names = [f.name for v in viewspec.views() for f in v.figures]
     assert len(names) == len(set(names))
+    assert set(suites.option_types()) == set(suites.public_names())
 
 
-def test_suite_modules_do_not_import_each_other() -> None:
-    folder = ROOT / "bench" / "suites"
-    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "measure", "spec"}
-    for path in folder.glob("*.py"):
-        text = path.read_text()
-        for other in modules - {path.stem}:
-            assert f"bench.suites.{other}" not in text, f"{path.name} imports {other}"
+def test_the_worker_imports_no_view() -> None:
+    proc = _fresh(
+        "import sys, bench.worker, bench.suites\n"
+        "for s in bench.suites.specs():\n"
+        "    s._runner()\n"
+        "views = [m for m in sys.modules if m.endswith('.view') or m.startswith('bench.report')]\n"
+        "assert not views, views\n"
+        "assert 'matplotlib' not in sys.modules\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_misspelt_names_are_refused_with_the_closest(tmp_path: Path) -> None:
+    declaration = types.ModuleType("toy")
+    source = tmp_path / "toy.py"
+    source.write_text('NAME = "toy"\nORDER = 1\nKIND = "toy"\nPAIRD = False\n')
+    declaration.__file__ = str(source)
+    exec(source.read_text(), declaration.__dict__)
+    sys.modules["toy"] = declaration
+    try:
+        with pytest.raises(
+            SuiteDeclarationError, match=r"unknown name PAIRD \(did you mean PAIRED\?"
+        ):
+            SuiteSpec.from_package(declaration)
+    finally:
+        del sys.modules["toy"]
+    view = types.ModuleType("toy_view")
+    (tmp_path / "toy_view.py").write_text('TITLE = "t"\nNOTE = "n"\nFIGURE = ()\n')
+    view.__file__ = str(tmp_path / "toy_view.py")
+    from bench.suites.spec import refuse_unknown_names
+
+    with pytest.raises(SuiteDeclarationError, match="did you mean FIGURES"):
+        refuse_unknown_names(view, viewspec.VIEW_NAMES, "suite view")
+    strategy = tmp_path / "typo_strategy.py"
+    strategy.write_text((FIXTURES / "ext_strategy.py").read_text() + "\nREQUEST_INIT_FIELD = {}\n")
+    proc = run_cli("list", "--strategy", str(strategy))
+    assert proc.returncode == 2
+    assert "unknown name REQUEST_INIT_FIELD (did you mean REQUEST_INIT_FIELDS?" in proc.stderr
+    assert proc.stderr.count("\n") == 1
 
 
 def test_unknown_suite_is_refused() -> None:
     with pytest.raises(UsageError, match=r"unknown suite 'nope'; choose from lookup"):
         suites.get("nope")
+
+
+def test_workers_one_plans_one_process_per_suite() -> None:
+    from bench.cli import build_parser
+    from bench.run_cli import _config_from_args
+
+    config = _config_from_args(build_parser().parse_args(["run", "--workers", "1"]))
+    for spec in suites.specs():
+        if not spec.public:
+            continue
+        jobs = spec.plan(config)
+        strategies = 1 if spec.paired else len({j.config.strategies for j in jobs})
+        assert len(jobs) == strategies, (spec.name, len(jobs))
+    values = _config_from_args(build_parser().parse_args(["run", "--values", "5"]))
+    assert values.values == 5
+    assert values.suite("step").values == 5  # the step suite's own count follows --values
 
 
 @pytest.mark.slow
@@ -118,7 +335,8 @@ def test_strategy_file_in_list() -> None:
 
 
 def test_strategy_file_in_run_is_measured(tmp_path: Path) -> None:
-    from bench.cli import _config_from_args, build_parser
+    from bench.cli import build_parser
+    from bench.run_cli import _config_from_args
 
     args = build_parser().parse_args(
         ["run", "--strategy", f"weakkey,{FIXTURES / 'ext_strategy.py'}", "--quick"]
