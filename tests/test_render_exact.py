@@ -15,6 +15,8 @@ from bench.report.console import render_table
 from bench.report.text import fmt
 from tests.fixtures.make_run import STEP_US, lookup_base_ns, write_run
 
+TIMES = "\u00d7"  # the ratio sign the report writes
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -57,18 +59,29 @@ def test_summary_markdown(run: Path) -> None:
     md = (run / "summary.md").read_text()
     declared = next(ln for ln in md.splitlines() if ln.startswith("| `declared`"))  # headline
     cells = [c.strip() for c in declared.strip("|").split("|")]
-    assert cells[1] == "0.500× \\[0.500, 0.500\\] **faster**"  # get_hit, warm
-    assert cells[2] == "0.800× \\[0.800, 0.800\\] **faster**"  # iteration prefill-dspark
+    assert cells[1] == f"0.500{TIMES} \\[0.500, 0.500\\] **faster**"  # get_hit, warm
+    assert cells[2] == f"0.800{TIMES} \\[0.800, 0.800\\] **faster**"  # iteration prefill-dspark
     base = next(ln for ln in md.splitlines() if ln.startswith("| `pr652` |"))
     assert f"{fmt(STEP_US['pr652'] * 1e-6, 'second')} (baseline)" in base
     twin = next(ln for ln in md.splitlines() if ln.startswith("| `pr652.aa`"))
-    assert "1.000× \\[1.000, 1.000\\] same" in twin
-    assert "| prefill-dspark | `pr652` per\\_field | 50.0 µs \\[50.0, 50.0\\] | 0.0042% | 160.0 / 3.50 |" in md
+    assert f"1.000{TIMES} \\[1.000, 1.000\\] same" in twin
+    assert (
+        "| prefill-dspark | `pr652` per\\_field | 50.0 µs \\[50.0, 50.0\\] | 0.0042% | 160.0 / 3.50 |"
+        in md
+    )
     paragraph = next(ln for ln in md.splitlines() if ln.startswith("- prefill-dspark"))
-    assert "costs 50.0 µs \\[50.0, 50.0\\] per iteration net of the harness, 0.0042% of a forward" in paragraph
-    assert "switching saves 20.0 µs \\[20.0, 20.0\\] per iteration, paired per round (0.0017% of the forward; significant)" in paragraph
+    assert (
+        "costs 50.0 µs \\[50.0, 50.0\\] per iteration net of the harness, 0.0042% of a forward"
+        in paragraph
+    )
+    assert (
+        "switching saves 20.0 µs \\[20.0, 20.0\\] per iteration, paired per round (0.0017% of the forward; significant)"
+        in paragraph
+    )
     assert "shorter than 2.00 ms, so at this forward time it does not" in paragraph
-    assert "| `pr652` | fork-c96e68b62b | 140 | 3,328 | 14 | 9.00 \\[9.00, 9.00\\] |" not in md  # only with --target
+    assert (
+        "| `pr652` | fork-c96e68b62b | 140 | 3,328 | 14 | 9.00 \\[9.00, 9.00\\] |" not in md
+    )  # only with --target
 
 
 def test_report_html(run: Path) -> None:
@@ -77,15 +90,18 @@ def test_report_html(run: Path) -> None:
     row = re.search(r"<tr><td><code>declared</code>.*?</tr>", html, re.S)
     assert row is not None
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
-    assert any("0.500×" in c and "[0.500, 0.500]" in c for c in cells)
-    assert any("0.800×" in c and "[0.800, 0.800]" in c for c in cells)
+    assert any(f"0.500{TIMES}" in c and "[0.500, 0.500]" in c for c in cells)
+    assert any(f"0.800{TIMES}" in c and "[0.800, 0.800]" in c for c in cells)
     assert html.count("▼ faster") >= 4  # control and declared, lookup and step
     assert "50.0 µs [50.0, 50.0]" in html
     assert "30.0 µs [30.0, 30.0]" in html
     assert "switching saves 20.0 µs [20.0, 20.0] per iteration" in html
     assert "A/A twin (noise floor)" in html
     # the request class table, every figure as written
-    assert re.search(r"fork-c96e68b62b</td><td[^>]*>140</td><td[^>]*>3,328</td><td[^>]*>14</td><td[^>]*>9\.00 \[9\.00, 9\.00\]", html)
+    assert re.search(
+        r"fork-c96e68b62b</td><td[^>]*>140</td><td[^>]*>3,328</td><td[^>]*>14</td><td[^>]*>9\.00 \[9\.00, 9\.00\]",
+        html,
+    )
 
 
 def test_step_recorder_and_clock_on_a_fake_clock(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +134,11 @@ def test_step_recorder_and_clock_on_a_fake_clock(monkeypatch: pytest.MonkeyPatch
     loop = Loop()
     with GcProbe() as probe:
         rec = StepRecorder(
-            loop, timing.StepClock(torch.device("cpu")), probe, keep_steps=True, keep_queues=True  # type: ignore[arg-type]
+            loop,
+            timing.StepClock(torch.device("cpu")),
+            probe,
+            keep_steps=True,
+            keep_queues=True,  # type: ignore[arg-type]
         )
         assert rec.measure(3, warmup=True) == pytest.approx(2e-6)
         assert rec.kept.host_ns == []  # warm-up steps are timed, not kept
