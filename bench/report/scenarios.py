@@ -685,7 +685,7 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
     if run.targets:
         out += request_markdown(run)
         out += target_markdown(run)
-    return [*out, ""]
+    return out
 
 
 def target_markdown(run: RunData) -> list[str]:
