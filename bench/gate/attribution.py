@@ -98,6 +98,8 @@ def _python_label(symbol: str, renames: dict[str, str]) -> str:
     if path.startswith("<callsite "):
         name = path.split()[1].split(":")[0]
         return f"callsite {name}"
+    if path.startswith("<Req "):
+        return "request model:Req.__init__"  # the generated class, whichever side built it
     return f"{renames.get(name, name)}:{func}"
 
 

@@ -67,10 +67,15 @@ def verdict_line(judgements: list[Judgement], mode: str, status: str) -> str:
             f"**reqstate-bench gate: PASS** ({mode} mode): {len(judgements)} benchmarks, none "
             f"slower beyond its bound{extra}."
         )
+    # Step benchmarks first (a scheduler iteration is what a maintainer decides on; in wall
+    # mode the largest share of the forward leads), then the others, by relative change.
     worst = sorted(
         (j for j in judgements if j.verdict == "regression"),
-        key=lambda j: j.change_pct,
-        reverse=True,
+        key=lambda j: (
+            not j.benchmark.startswith("step/"),
+            -(j.share_of_forward or 0.0),
+            -j.change_pct,
+        ),
     )
     head = worst[0]
     more = f", and {len(worst) - 1} more" if len(worst) > 1 else ""
