@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.gate.instructions import Side, _callgrind, _command
+from bench.gate.instructions import Side, _callgrind, _command, markers_work
 from bench.storage import ROOT
 
 # The functions gate.md lists per benchmark.
@@ -175,10 +175,13 @@ def per_iteration(
     python: str | None,
     renames: dict[str, str] | None = None,
 ) -> dict[tuple[str, bool], float]:
-    """Every function's instructions per iteration on one side (N-iteration run minus the
-    0-iteration run, divided by N), first heap layout."""
+    """Every function's instructions per iteration on one side, first heap layout: the counts
+    between the target's markers where the interpreter dumps there, else the N-iteration run
+    minus the 0-iteration run; divided by N."""
+    exe = python or sys.executable
+    marks = side.marks and markers_work(exe)
     runs = []
-    for n in (0, iterations):
+    for n in (iterations,) if marks else (0, iterations):
         with tempfile.TemporaryDirectory(prefix="reqstate-cgf-") as tmp:
             out = Path(tmp) / "callgrind.out"
             cmd = _command(
@@ -189,11 +192,12 @@ def per_iteration(
                 seed=seed,
                 heap_shift=side.shifts.start,
                 out=out,
-                python=python or sys.executable,
+                python=exe,
                 perf_map=python is not None,
+                marks=marks,
             )
-            runs.append(parse(_callgrind(cmd, side.tree, benchmark, out), renames))
-    zero, full = runs
+            runs.append(parse(_callgrind(cmd, side.tree, benchmark, out, marks=marks), renames))
+    zero, full = ({}, runs[0]) if marks else (runs[0], runs[1])
     keys = set(zero) | set(full)
     return {k: (full.get(k, 0.0) - zero.get(k, 0.0)) / iterations for k in keys}
 

@@ -17,6 +17,7 @@ layouts (kept per layout), the candidate's A/A copy in as many other layouts, an
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -65,6 +66,39 @@ class Side:
     def name(self, benchmark: str) -> str:
         return self.names.get(benchmark, benchmark)
 
+    @property
+    def marks(self) -> bool:
+        """Its target can mark the measured iterations (--marks; older trees cannot)."""
+        return self.options is None or MARKS in self.options
+
+
+# The target marks its measured iterations with time.sleep(0); callgrind dumps its counts on
+# entering this C function, so one run counts the iterations alone (instead of a run with no
+# iteration subtracted from a run with N: half the runs, and no start-up in either).
+MARKER_FUNCTION = "time_sleep"
+MARKS = "--marks"
+
+
+@functools.cache
+def markers_work(python: str = sys.executable) -> bool:
+    """Does callgrind dump at the marker in this interpreter (its symbols are there)?"""
+    with tempfile.TemporaryDirectory(prefix="reqstate-cg-probe-") as tmp:
+        out = Path(tmp) / "probe.out"
+        cmd = [
+            check_valgrind(),
+            "--tool=callgrind",
+            f"--dump-before={MARKER_FUNCTION}",
+            f"--callgrind-out-file={out}",
+            python,
+            "-c",
+            "import time; time.sleep(0); time.sleep(0)",
+        ]
+        try:
+            subprocess.run(cmd, timeout=RUN_TIMEOUT_S, **_CAPTURE)
+        except subprocess.TimeoutExpired:
+            return False
+        return Path(f"{out}.2").is_file()
+
 
 def _command(
     side: Side,
@@ -77,6 +111,7 @@ def _command(
     out: Path,
     python: str = sys.executable,
     perf_map: bool = False,
+    marks: bool = False,
 ) -> list[str]:
     wanted = {"--live": str(live), "--seed": str(seed), "--heap-shift": str(heap_shift)}
     extra = [
@@ -87,10 +122,13 @@ def _command(
     ]
     for path in side.external:
         extra += ["--external", path]
+    if marks:
+        extra.append(MARKS)
     return [
         *_setarch(),
         check_valgrind(),
         "--tool=callgrind",
+        *([f"--dump-before={MARKER_FUNCTION}"] if marks else []),
         f"--callgrind-out-file={out}",
         python,
         *(["-X", "perf"] if perf_map else []),
@@ -103,8 +141,9 @@ def _command(
     ]
 
 
-def _callgrind(cmd: list[str], tree: Path, label: str, out: Path) -> str:
-    """Run one callgrind command in `tree`; the output file's text."""
+def _callgrind(cmd: list[str], tree: Path, label: str, out: Path, *, marks: bool = False) -> str:
+    """Run one callgrind command in `tree`; the output file's text (with marks: the counts
+    between the two markers, callgrind's second dump)."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         proc = subprocess.run(cmd, cwd=tree, env=env, timeout=RUN_TIMEOUT_S, **_CAPTURE)
@@ -114,6 +153,11 @@ def _callgrind(cmd: list[str], tree: Path, label: str, out: Path) -> str:
         tail = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("==")]
         last = tail[-1] if tail else f"exit status {proc.returncode}"
         raise DataError(f"{label} in {tree.name}: instruction target failed: {last}")
+    if marks:
+        between = Path(f"{out}.2")
+        if not between.is_file():
+            raise DataError(f"{label}: callgrind did not dump at the markers")
+        return between.read_text(encoding="utf-8", errors="replace")
     return out.read_text(encoding="utf-8", errors="replace")
 
 
@@ -125,15 +169,30 @@ def total_of(text: str, label: str) -> int:
 
 
 def count_instructions(
-    side: Side, benchmark: str, iterations: int, *, live: int, seed: int, heap_shift: int = 0
+    side: Side,
+    benchmark: str,
+    iterations: int,
+    *,
+    live: int,
+    seed: int,
+    heap_shift: int = 0,
+    marks: bool = False,
 ) -> int:
-    """callgrind's total instruction count of one target run on one side."""
+    """callgrind's instruction count of one target run on one side: the whole run, or with
+    marks only the measured iterations."""
     with tempfile.TemporaryDirectory(prefix="reqstate-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
         cmd = _command(
-            side, benchmark, iterations, live=live, seed=seed, heap_shift=heap_shift, out=out
+            side,
+            benchmark,
+            iterations,
+            live=live,
+            seed=seed,
+            heap_shift=heap_shift,
+            out=out,
+            marks=marks,
         )
-        return total_of(_callgrind(cmd, side.tree, benchmark, out), benchmark)
+        return total_of(_callgrind(cmd, side.tree, benchmark, out, marks=marks), benchmark)
 
 
 def measure(
@@ -149,30 +208,39 @@ def measure(
     layouts (Side.shifts): the A/A copy in other layouts than the candidate, so its counts show
     how far layout alone moves a benchmark (an A/A in the same layouts would agree to the
     instruction and show nothing). Runs use every core: counts do not depend on what else the
-    machine does."""
+    machine does. Where every side's target marks its iterations and callgrind dumps at the
+    marker (markers_work), one run per layout counts them; otherwise a run with no iteration is
+    subtracted from a run with N."""
+    marks = all(s.marks for s in sides.values()) and markers_work()
+    runs = (None,) if marks else (0, None)  # None: the benchmark's N
     jobs = [
         (side, name, n, k)
         for side, spec in sides.items()
-        for name, (iters, _live) in benchmarks.items()
-        for n in (0, iters)
+        for name in benchmarks
+        for n in runs
         for k in spec.shifts
     ]
-    counts: dict[tuple[str, str, int, int], int] = {}
+    counts: dict[tuple[str, str, int | None, int], int] = {}
 
-    def one(job: tuple[str, str, int, int]) -> None:
+    def one(job: tuple[str, str, int | None, int]) -> None:
         side, name, n, k = job
+        iters, live = benchmarks[name]
+        runs_n = iters if n is None else n
         counts[job] = count_instructions(
-            sides[side], name, n, live=benchmarks[name][1], seed=seed, heap_shift=k
+            sides[side], name, runs_n, live=live, seed=seed, heap_shift=k, marks=marks
         )
         if callable(progress):
-            progress(len(counts), len(jobs), f"{side} {name} x{n} shift {k}")
+            progress(len(counts), len(jobs), f"{side} {name} x{runs_n} shift {k}")
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
         list(pool.map(one, jobs))
     return {
         side: {
-            name: [counts[(side, name, iters, k)] - counts[(side, name, 0, k)] for k in spec.shifts]
-            for name, (iters, _live) in benchmarks.items()
+            name: [
+                counts[(side, name, None, k)] - (0 if marks else counts[(side, name, 0, k)])
+                for k in spec.shifts
+            ]
+            for name in benchmarks
         }
         for side, spec in sides.items()
     }
