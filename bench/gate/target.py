@@ -129,7 +129,11 @@ def measure_instructions(cfg: GateConfig, revs: Revisions) -> dict[str, dict[str
 
     benchmarks = gate_benchmarks(cfg)
     counts = measure(
-        _sides(cfg, revs, list(benchmarks)), benchmarks, seed=cfg.seed, progress=report_progress
+        _sides(cfg, revs, list(benchmarks)),
+        benchmarks,
+        seed=cfg.seed,
+        progress=report_progress,
+        layouts={n: cfg.layouts(n) for n in benchmarks},
     )
     return {
         side: {n: [float(c) for c in cs] for n, cs in per.items()} for side, per in counts.items()
