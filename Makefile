@@ -19,11 +19,12 @@ RUN         ?=
 BASE        ?=
 MODE        ?=
 
-.PHONY: setup test lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
+.PHONY: setup test test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
 
 help:
 	@echo "make bench         run the default benchmark set and write the report (QUICK=1 for the quick set)"
-	@echo "make test          run the harness's tests"
+	@echo "make test          run the harness's tests (lint, types, every test)"
+	@echo "make test-fast     the inner loop: lint and the tests not marked slow (under 2 minutes)"
 	@echo "make bench-pytest  run the pytest-benchmark lookup suite"
 	@echo "make profile       py-spy flamegraphs for every strategy"
 	@echo "make gate          regression gate of the working tree against BASE (default: merge base with main)"
@@ -59,6 +60,12 @@ test: $(STAMP)
 	"$(PY)" -m ruff format --check .
 	"$(PY)" -m mypy
 	"$(PY)" -m pytest -q
+
+# The inner loop: everything but the tests marked slow (gates, measured runs, history,
+# reliability under signals); make test runs them all.
+test-fast: $(STAMP)
+	"$(PY)" -m ruff check .
+	"$(PY)" -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	"$(PY)" -m ruff check .

@@ -14,6 +14,14 @@ ALL_STRATEGIES: list[Strategy] = discover()
 STRATEGY_NAMES: list[str] = [s.name for s in ALL_STRATEGIES]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs a real measured run (the tiny_run fixture: ~1.5 minutes once) is slow:
+    `make test` runs it, `make test-fast` does not."""
+    for item in items:
+        if "tiny_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(params=ALL_STRATEGIES, ids=[s.name for s in ALL_STRATEGIES])
 def strategy(request: pytest.FixtureRequest) -> Strategy:
     return request.param

@@ -56,6 +56,7 @@ def _gate(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @needs_valgrind
 def test_instruction_gate_aa_passes_with_identical_counts(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "aa.json"
@@ -82,6 +83,7 @@ def test_instruction_gate_aa_passes_with_identical_counts(repo: Path, tmp_path: 
     )
 
 
+@pytest.mark.slow
 @needs_valgrind
 def test_instruction_gate_catches_injected_regression(repo: Path, tmp_path: Path) -> None:
     weakkey = repo / "strategies" / "weakkey.py"

@@ -18,6 +18,8 @@ import pytest
 from bench.gate.git import snapshot
 from tests.helpers import FIXTURES, ROOT
 
+pytestmark = pytest.mark.slow  # measures: make test runs it, make test-fast does not
+
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None, reason="valgrind not installed: apt-get install valgrind"
 )

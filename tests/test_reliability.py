@@ -32,6 +32,7 @@ def _only_dir(folder: Path) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: Path) -> None:
     proc = run_cli(
         "run",
@@ -73,6 +74,7 @@ def _suite_done(run: Path, suite: str) -> bool:
     return bool(manifest["suites"].get(suite, {}).get("status") == "done")
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_finished_suites_and_resume_completes(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [

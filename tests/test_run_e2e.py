@@ -18,6 +18,8 @@ from bench.suites.lookup import OPS as LOOKUP_OPS
 from conftest import STRATEGY_NAMES as STRATEGIES
 from tests.helpers import ROOT, run_cli
 
+pytestmark = pytest.mark.slow  # measures: make test runs it, make test-fast does not
+
 SUITES = public_names()
 
 
