@@ -154,6 +154,9 @@ class SuiteExtras:
     queues: dict[str, QueueSeries] = field(default_factory=dict)
     counts: dict[str, OpCounts] = field(default_factory=dict)
     requests: dict[str, RequestFigures] = field(default_factory=dict)  # by strategy
+    # Where a worker's time went, in seconds summed over processes: building schedulers and
+    # populations, measuring, counting, ... (bench.measure.context.phase)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def merge(self, other: SuiteExtras) -> None:
         """Fold another worker process's extras into these."""
@@ -170,6 +173,8 @@ class SuiteExtras:
             mine = self.requests.setdefault(name, figures)
             if mine is not figures:
                 mine.construct_ns.extend(figures.construct_ns)
+        for name, seconds in other.phases.items():
+            self.phases[name] = self.phases.get(name, 0.0) + seconds
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -244,6 +249,7 @@ class SuiteRecord:
     worker_errors: list[str] = field(default_factory=list)
     wall_s: float | None = None
     workers: int | None = None
+    worker_wall_s: list[float] = field(default_factory=list)  # each worker process, start to end
 
     @property
     def finished(self) -> bool:

@@ -135,6 +135,7 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
     failures: dict[str, str] = {}
     extras = SuiteExtras()
     worker_errors: list[str] = []
+    worker_wall: list[float] = []
     t0 = wall_s()
     jobs = spec.plan(config)
     with tempfile.TemporaryDirectory(prefix=f".{suite}-", dir=run_dir) as tmp:
@@ -148,7 +149,9 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
                     suite, (j + frac) / len(jobs), f"{label} (worker {j + 1}/{len(jobs)})"
                 )
 
+            started = wall_s()
             rc, tail = run_worker(suite, cfg_path, out_path, job.worker_index, relay)
+            worker_wall.append(round(wall_s() - started, 2))
             if rc != 0 or not out_path.exists():
                 last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
                 worker_errors.append(f"worker {j} failed: {last}")
@@ -185,6 +188,7 @@ def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) 
         worker_errors=worker_errors,
         wall_s=round(wall_s() - t0, 2),
         workers=len({job.worker_index for job in jobs}),
+        worker_wall_s=worker_wall,
     )
 
 

@@ -7,16 +7,18 @@ in when a pool or a clock is built.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
 from bench.names import BenchName
 from bench.runformat import SuiteExtras
+from bench.timing import wall_s
 from strategies import Strategy
 
 if TYPE_CHECKING:
@@ -82,6 +84,17 @@ class WorkerContext:
         )
         check_fits(shape, self.device)
         return RowPool(shape, self.device)
+
+
+@contextlib.contextmanager
+def phase(out: SuiteOutput, name: str) -> Iterator[None]:
+    """Adds the wall time of the block to out.extras.phases[name] (where a worker's time goes:
+    building, measuring, counting; never inside a timed value)."""
+    t0 = wall_s()
+    try:
+        yield
+    finally:
+        out.extras.phases[name] = out.extras.phases.get(name, 0.0) + wall_s() - t0
 
 
 def failure_text(exc: BaseException) -> str:

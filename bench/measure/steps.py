@@ -16,7 +16,14 @@ from bench.core.counting import count_ops
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
 from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
-from bench.measure.context import Subject, SuiteOutput, WorkerContext, failure_text, interleave
+from bench.measure.context import (
+    Subject,
+    SuiteOutput,
+    WorkerContext,
+    failure_text,
+    interleave,
+    phase,
+)
 from bench.names import BenchName, CaseKey
 from bench.runformat import QueueSeries, StepSeries
 from bench.timing import StepClock
@@ -148,29 +155,31 @@ def measure_cases(
     for i, (scenario, extra) in enumerate(cases):
         label = CaseKey.of(scenario.name, **extra).short
         with GcProbe() as probe:
-            recorders = build_recorders(
-                ctx,
-                out,
-                kind=kind,
-                scenario=scenario,
-                extra_params=extra,
-                patterns=patterns,
-                probe=probe,
-                keep_steps=keep_steps,
-            )
+            with phase(out, f"{kind}:build"):
+                recorders = build_recorders(
+                    ctx,
+                    out,
+                    kind=kind,
+                    scenario=scenario,
+                    extra_params=extra,
+                    patterns=patterns,
+                    probe=probe,
+                    keep_steps=keep_steps,
+                )
             subjects = step_subjects(recorders, steps_per_value)
             if gc_mode != "enabled":
                 apply_gc_mode(gc_mode)
                 subjects = [dataclasses.replace(x, gc_mode=gc_mode) for x in subjects]
             try:
-                interleave(
-                    ctx,
-                    out,
-                    subjects,
-                    label=f"{kind} {label}",
-                    progress_base=i / len(cases),
-                    progress_span=1 / len(cases),
-                )
+                with phase(out, f"{kind}:measure"):
+                    interleave(
+                        ctx,
+                        out,
+                        subjects,
+                        label=f"{kind} {label}",
+                        progress_base=i / len(cases),
+                        progress_span=1 / len(cases),
+                    )
             finally:
                 if gc_mode != "enabled":
                     apply_gc_mode("enabled")
@@ -181,7 +190,8 @@ def measure_cases(
             if rec.keep_queues:
                 out.extras.queues[name.case.text] = rec.queues
         if count:
-            _count(ctx, out, recorders)
+            with phase(out, f"{kind}:count"):
+                _count(ctx, out, recorders)
 
 
 def _count(ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, StepRecorder]) -> None:

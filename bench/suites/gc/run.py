@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
-from bench.measure.context import SuiteOutput, WorkerContext, failure_text
+from bench.measure.context import SuiteOutput, WorkerContext, failure_text, phase
 from bench.names import BenchName
 from bench.suites.gc import GC_PATTERN, KIND
 from bench.suites.spec import Job
@@ -99,34 +99,38 @@ def _run_mode(
     from bench.core.callsites import patterns_for
 
     (pattern,) = patterns_for(s, (GC_PATTERN,))
-    with gc_paused():
-        sched = make_scheduler(s, scenario, pool, pattern=pattern, seed=cfg.seed)
     name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
     counts = GcCounts()
     with GcProbe() as probe:
-        rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
-        sched.run(warmup_steps(scenario) + steps)  # warm-up before freezing, as engines do
+        with phase(out, "gc:build"):
+            with gc_paused():
+                sched = make_scheduler(s, scenario, pool, pattern=pattern, seed=cfg.seed)
+            rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
+            sched.run(warmup_steps(scenario) + steps)  # warm-up before freezing, as engines do
         apply_gc_mode(mode)
         counts.tracked_objects_at_start.append(len(gc.get_objects()))
-        for r in range(cfg.warmup_values + cfg.values):
-            warmup = r < cfg.warmup_values
-            c0, p0 = list(probe.collections), list(probe.pause_ns)
-            probe.max_pause_ns = 0
-            value = rec.measure(steps, warmup=warmup)
-            out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
-            if warmup:
-                continue
-            counts.add(
-                GcCounts(
-                    collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
-                    pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
-                    max_pause_ns=probe.max_pause_ns,
-                    steps=steps,
+        with phase(out, "gc:measure"):
+            for r in range(cfg.warmup_values + cfg.values):
+                warmup = r < cfg.warmup_values
+                c0, p0 = list(probe.collections), list(probe.pause_ns)
+                probe.max_pause_ns = 0
+                value = rec.measure(steps, warmup=warmup)
+                out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
+                if warmup:
+                    continue
+                counts.add(
+                    GcCounts(
+                        collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
+                        pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
+                        max_pause_ns=probe.max_pause_ns,
+                        steps=steps,
+                    )
                 )
-            )
     full = BenchName.of("gc_full", s.name, scenario=scenario.name, gc=mode, **extra)
-    for _ in range(FULL_COLLECTIONS):
-        out.add(full, _full_collection_s(), warmup=False, loops=1, unit="second", gc_mode=mode)
+    with phase(out, "gc:full"):
+        for _ in range(FULL_COLLECTIONS):
+            value = _full_collection_s()
+            out.add(full, value, warmup=False, loops=1, unit="second", gc_mode=mode)
     sched.close()
     gc.unfreeze()
     gc.enable()
@@ -143,12 +147,14 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     cfg = ctx.config
     torch.set_num_threads(1)
     if ctx.worker_index == 0:
-        _memory(ctx, out)
+        with phase(out, "gc:memory"):
+            _memory(ctx, out)
     cases = cfg.cases()
     for s in ctx.strategies:
         if s.name in out.failures:
             continue
-        heap = background_heap(cfg.suite(KIND).background_objects)
+        with phase(out, "gc:heap"):
+            heap = background_heap(cfg.suite(KIND).background_objects)
         try:
             done, total = 0, len(cases) * len(cfg.suite(KIND).modes)
             for case in cases:

@@ -8,7 +8,14 @@ from typing import Any
 
 from bench.config import RunConfig
 from bench.gcprobe import gc_paused
-from bench.measure.context import Subject, SuiteOutput, WorkerContext, failure_text, interleave
+from bench.measure.context import (
+    Subject,
+    SuiteOutput,
+    WorkerContext,
+    failure_text,
+    interleave,
+    phase,
+)
 from bench.measure.lookups import CacheEvictor, Population, build_populations, lookup_subject
 from bench.names import BenchName
 from bench.suites.lookup import KIND, OPS
@@ -93,17 +100,20 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     # collection over 1e6 live requests would land in some values and not others.)
     with gc_paused(collect=False):
         for i, (n, regime) in enumerate(cells):
-            populations, subjects = _build(ctx, out, n, regime, evict)
-            interleave(
-                ctx,
-                out,
-                subjects,
-                label=f"lookup live={n} regime={regime}",
-                progress_base=i / len(cells),
-                progress_span=1 / len(cells),
-            )
-            for pop in populations:
-                pop.close()
+            with phase(out, f"lookup:build live={n} regime={regime}"):
+                populations, subjects = _build(ctx, out, n, regime, evict)
+            with phase(out, f"lookup:measure live={n} regime={regime}"):
+                interleave(
+                    ctx,
+                    out,
+                    subjects,
+                    label=f"lookup live={n} regime={regime}",
+                    progress_base=i / len(cells),
+                    progress_span=1 / len(cells),
+                )
+            with phase(out, f"lookup:close live={n} regime={regime}"):
+                for pop in populations:
+                    pop.close()
             del populations, subjects
     return out
 

@@ -4,7 +4,7 @@ strategy and access pattern, stepped in interleaved rounds; the request class ti
 from __future__ import annotations
 
 from bench.config import RunConfig
-from bench.measure.context import SuiteOutput, WorkerContext
+from bench.measure.context import SuiteOutput, WorkerContext, phase
 from bench.measure.steps import measure_cases, measure_requests
 from bench.suites.spec import Job, with_values
 from bench.suites.step import KIND
@@ -14,7 +14,8 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     cfg = ctx.config
     opts = cfg.suite(KIND)
-    measure_requests(ctx, out)  # every worker: construction time is a timing like any other
+    with phase(out, "step:requests"):
+        measure_requests(ctx, out)  # every worker: construction time is a timing like any other
     measure_cases(
         ctx,
         out,
