@@ -33,6 +33,42 @@ def positive_int(text: str) -> int:
     return value
 
 
+_DURATION_UNITS_S = {"h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+def duration_s(text: str) -> float | None:
+    """'6m', '90s', '1h30m', '300' (seconds) -> seconds; 'off' or 'none' -> None."""
+    raw = text.strip().lower()
+    if raw in ("off", "none"):
+        return None
+    import re
+
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", raw)
+    if not raw or parts is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 6m, 90s, 1h30m or off, got {text!r}"
+        )
+    seconds = sum(
+        float(v) * _DURATION_UNITS_S[u]
+        for v, u in zip(parts.groups(), ("h", "m", "s"), strict=True)
+        if v
+    )
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive duration, got {text!r}")
+    return seconds
+
+
+def percent(text: str) -> float:
+    """A percentage in (0, 100]: '15' or '15%'."""
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage in (0, 100], got {text!r}")
+    return value
+
+
 def fraction(text: str) -> float:
     try:
         value = float(text)

@@ -29,7 +29,18 @@ from bench.core.workload import RequestSource
 # measures the same thing without it (bench/gate/protocol.py). Suite options add their own
 # (SuiteOptions.REPETITION); RunConfig.repetition_keys() has them all.
 REPETITION_KEYS = frozenset(
-    {"suites", "strategies", "external", "baseline", "workers", "warmup_values", "values"}
+    {
+        "suites",
+        "strategies",
+        "external",
+        "baseline",
+        "workers",
+        "warmup_values",
+        "values",
+        "budget_s",
+        "precision_pct",
+        "only_families",
+    }
 )
 # Keys whose default is not what a tree without the key measured: that value, per key. A gate
 # compares with such a base only when the candidate asks for this value. (A new key whose
@@ -47,6 +58,23 @@ def check_positive_ints(
         value = getattr(obj, f.name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{label(f.name)} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    """How a suite's measurement adapts under a budget (bench.adaptive): which quantity of a
+    family must reach the run's precision, and which benchmark parameters vary within a
+    family (a further round measures whole families: the unit a worker can build alone).
+
+    quantity  "net_cost": the baseline's cost per iteration net of the reference strategy;
+              "ratio": every strategy's ratio to the baseline (the family is as precise as its
+              least precise ratio)
+    """
+
+    quantity: str
+    within: tuple[str, ...]
+
+    QUANTITIES = ("net_cost", "ratio")
 
 
 def _option(name: str) -> str:
@@ -139,6 +167,15 @@ class RunConfig:
     workers: int = 3
     warmup_values: int = 1
     values: int = 6
+    # Adaptive measurement (bench.adaptive): the suites' wall-clock budget in seconds (None:
+    # the fixed plan, each suite its `workers` processes; with a budget those are the minimum)
+    # and the 95% CI half-width each family's reported quantity is measured to, in percent of
+    # it. Further rounds are further worker processes measuring only the families short of it.
+    budget_s: float | None = None
+    precision_pct: float = 15.0
+    # The families one worker process measures (set by the adaptive runner for its further
+    # rounds; a family is a benchmark's parameters but the suite's ADAPTIVE.within); empty: all.
+    only_families: tuple[str, ...] = ()
     # scheduler scenarios (step, gc): presets of bench/core/scenarios.py, every parameter
     # overridable (--set key=value, recorded) and one of them sweepable (--sweep key=v1,v2)
     scenarios: tuple[str, ...] = DEFAULT_SCENARIOS
@@ -203,6 +240,10 @@ class RunConfig:
     def requests(self) -> RequestSource:
         return RequestSource(model=self.request_model, real=self.request_class == "sglang")
 
+    def measures(self, family: str) -> bool:
+        """Whether this configuration's workers measure a family (only_families)."""
+        return not self.only_families or family in self.only_families
+
     def cases(self) -> list[tuple[Scenario, dict[str, str]]]:
         """Every scheduler case of the step and gc suites: (scenario, extra name params)."""
         return scenarios.resolve(self.scenarios, self.scenario_overrides, self.sweep)
@@ -228,6 +269,12 @@ class RunConfig:
             raise ValueError("warmup-values must be >= 0")
         if self.values < 3:
             raise ValueError("values must be at least 3 (medians and CIs need a sample)")
+        if self.budget_s is not None and not (
+            isinstance(self.budget_s, (int, float)) and self.budget_s > 0
+        ):
+            raise ValueError(f"budget must be a positive duration, got {self.budget_s!r}")
+        if not isinstance(self.precision_pct, (int, float)) or not 0 < self.precision_pct <= 100:
+            raise ValueError(f"precision must be in (0, 100] percent, got {self.precision_pct!r}")
         if not self.scenarios:
             raise ValueError("no scenario selected; see python -m bench scenarios")
         self.cases()  # unknown scenarios, overrides and sweeps, and impossible combinations

@@ -211,6 +211,12 @@ class BenchName:
         kept = tuple((k, given.pop(k, v)) for k, v in self.params)
         return BenchName(self.kind, self.strategy, kept + tuple(given.items()))
 
+    def family_text(self, within: Iterable[str]) -> str:
+        """The parameters but those `within` a family, as text: 'live=1000/regime=warm' for
+        a lookup benchmark within=('op',). What an adaptive round measures alone."""
+        dropped = set(within)
+        return "/".join(f"{k}={v}" for k, v in self.params if k not in dropped)
+
     def without(self, *keys: str) -> BenchName:
         return BenchName(
             self.kind, self.strategy, tuple(p for p in self.params if p[0] not in keys)

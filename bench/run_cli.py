@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import suites
-from bench.cliargs import SubParsers, csv_list, positive_int
+from bench.cliargs import SubParsers, csv_list, duration_s, percent, positive_int
 from bench.config import RunConfig
 from bench.core import scenarios
 from bench.errors import EXIT_FAILED, DataError, UsageError
@@ -66,6 +66,17 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# Adaptive measurement (bench.adaptive), by default: the suites' budget and the precision each
+# family is measured to. The default run's baseline cost per iteration to +-15% in every default
+# scenario within ~6 minutes here (2 cores), the quick run's to +-50% (an interval that excludes
+# zero) within a minute; `--budget off` runs the fixed plan (each suite its `workers`).
+BUDGET_DEFAULT = object()
+RUN_BUDGET_S = 300.0
+QUICK_BUDGET_S = 40.0
+RUN_PRECISION_PCT = 15.0
+QUICK_PRECISION_PCT = 50.0
+
+
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
     from bench.target.cli import looks_like_target, split_targets, target_name
 
@@ -115,6 +126,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         changes["request_model"] = args.request_model
     if args.request_class:
         changes["request_class"] = args.request_class
+    changes.update(_budget_changes(args, config_file=args.config))
     try:
         if args.scenario:
             changes["scenarios"] = tuple(dict.fromkeys(x for group in args.scenario for x in group))
@@ -219,6 +231,58 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
     return run_dir, manifest, config
 
 
+def _budget_changes(args: argparse.Namespace, config_file: str | None = None) -> dict[str, Any]:
+    """budget_s and precision_pct from --budget / --precision, else from the --config file,
+    else the defaults of the set."""
+    from bench.storage import read_json
+
+    given = read_json(Path(config_file)) if config_file else {}
+    given = given if isinstance(given, dict) else {}
+    out: dict[str, Any] = {}
+    budget = getattr(args, "budget", BUDGET_DEFAULT)
+    if budget is not BUDGET_DEFAULT:
+        out["budget_s"] = budget
+    elif "budget_s" not in given:
+        out["budget_s"] = QUICK_BUDGET_S if args.quick else RUN_BUDGET_S
+    precision = getattr(args, "precision", None)
+    if precision is not None:
+        out["precision_pct"] = precision
+    elif "precision_pct" not in given:
+        out["precision_pct"] = QUICK_PRECISION_PCT if args.quick else RUN_PRECISION_PCT
+    return out
+
+
+def _add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget",
+        type=duration_s,
+        default=BUDGET_DEFAULT,
+        metavar="DURATION",
+        help=f"wall-clock budget of the suites, e.g. 6m, 90s (default {RUN_BUDGET_S:g} s, "
+        f"--quick {QUICK_BUDGET_S:g} s): after its plan, a suite adds rounds to the families "
+        "short of --precision while its share lasts; off: the fixed plan",
+    )
+    parser.add_argument(
+        "--precision",
+        type=percent,
+        metavar="PCT",
+        help=f"target 95%% CI half-width of each family's reported quantity, in percent of it "
+        f"(default {RUN_PRECISION_PCT:g}, --quick {QUICK_PRECISION_PCT:g})",
+    )
+
+
+def _policy(run_dir: Path, manifest: Manifest, config: RunConfig) -> Any:
+    """The adaptive runner's round policy (with or without a budget: it records each
+    family's rounds, precision and why it stopped)."""
+    from bench.adaptive import AdaptivePolicy
+
+    todo = [s for s in config.suites if not manifest.suites[s].finished]
+    spent = sum(r.wall_s or 0.0 for r in manifest.suites.values() if r.finished)
+    meta = manifest.strategies.get(config.baseline)
+    pattern = "as_written" if meta is not None and meta.target else "per_field"
+    return AdaptivePolicy(config, todo, spent_s=spent).with_baseline_pattern(pattern)
+
+
 def _execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest | int:
     """Run the suites and print the terminal table; the final manifest, or the exit status of
     an interruption (finished suites kept, and how to finish)."""
@@ -226,7 +290,8 @@ def _execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest |
     from bench.report.console import render_table
 
     try:
-        manifest = runner.execute(run_dir, manifest, config)
+        policy = _policy(run_dir, manifest, config)
+        manifest = runner.execute(run_dir, manifest, config, policy)
         print(render_table(run_dir))
         return manifest
     except runner.Interrupted as exc:
@@ -335,6 +400,7 @@ def _cmd_selftest_aa(args: argparse.Namespace) -> int:
 
     config = suites.default_config()
     config = config.quick() if args.quick else config
+    config = replace(config, **_budget_changes(args))
     copies = tuple(args.copy or ())
     config = config_for(config, copies)
     try:
@@ -462,6 +528,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     p_run.add_argument(
         "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go"
     )
+    _add_budget_options(p_run)
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
     p_run.add_argument(
@@ -483,6 +550,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         help="also measure this strategy file, a verbatim copy of the baseline under another NAME",
     )
     p_aa.add_argument("--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go")
+    _add_budget_options(p_aa)
     p_aa.set_defaults(func=_cmd_selftest_aa)
 
     p_check = sub.add_parser(

@@ -240,6 +240,23 @@ class CaseMeta:
 
 
 @dataclass
+class FamilyRecord:
+    """One family of an adaptive suite (bench.adaptive): how many worker processes (rounds)
+    measured it, the precision its reported quantity reached, and why measuring stopped."""
+
+    rounds: int
+    quantity: str  # what was held to the precision, in words
+    estimate: float | None  # that quantity (seconds for a net cost, a ratio)
+    precision_pct: float | None  # its 95% CI half-width, percent of it (None: not computable)
+    target_pct: float
+    stop: str  # precision | budget | round cap | fixed plan
+
+    @property
+    def reached(self) -> bool:
+        return self.precision_pct is not None and self.precision_pct <= self.target_pct
+
+
+@dataclass
 class SuiteRecord:
     """One suite's state in a run: pending, running, done, partial, failed, interrupted."""
 
@@ -250,6 +267,8 @@ class SuiteRecord:
     wall_s: float | None = None
     workers: int | None = None
     worker_wall_s: list[float] = field(default_factory=list)  # each worker process, start to end
+    budget_s: float | None = None  # its share of the run's budget (None: the fixed plan)
+    families: dict[str, FamilyRecord] = field(default_factory=dict)  # adaptive suites
 
     @property
     def finished(self) -> bool:

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bench import suites
 from bench.config import RunConfig
@@ -28,6 +28,7 @@ from bench.runformat import (
     CaseMeta,
     Environment,
     ExtraFile,
+    FamilyRecord,
     Manifest,
     StrategyMeta,
     SuiteExtras,
@@ -37,6 +38,7 @@ from bench.runformat import (
     pyperf_file,
 )
 from bench.storage import read_json, write_json
+from bench.suites.spec import Job
 from bench.timing import resolve_device, wall_s
 from strategies import Strategy, resolve_run
 
@@ -128,68 +130,122 @@ def run_worker(
     return rc, "\n".join(tail)
 
 
-def run_suite(config: RunConfig, suite: str, run_dir: Path, progress: Progress) -> SuiteRecord:
-    """All workers of one suite; writes <suite>.json and <suite>.extra.json; returns its record."""
+@dataclass
+class SuiteState:
+    """What a suite's workers have produced so far (an adaptive policy reads it)."""
+
+    suite: str
+    merged: dict[str, list[BenchValues]] = field(default_factory=dict)  # per worker process
+    extras: SuiteExtras = field(default_factory=SuiteExtras)
+    failures: dict[str, str] = field(default_factory=dict)
+    worker_wall_s: list[float] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)  # every job run, in order
+    started: float = field(default_factory=wall_s)
+
+    @property
+    def elapsed_s(self) -> float:
+        return wall_s() - self.started
+
+
+class RoundPolicy(Protocol):
+    """Decides a suite's further rounds after its plan (bench.adaptive under --budget)."""
+
+    def begin(self, suite: str) -> float | None:
+        """The suite is about to run: its share of the budget in seconds (None: no budget)."""
+
+    def further(self, state: SuiteState) -> tuple[list[Job], str]:
+        """The next round's worker jobs (none: the suite is finished) and a progress label."""
+
+    def families(self, state: SuiteState) -> dict[str, FamilyRecord]:
+        """Per family, its rounds, precision reached and why it stopped (once finished)."""
+
+
+def run_suite(
+    config: RunConfig,
+    suite: str,
+    run_dir: Path,
+    progress: Progress,
+    policy: RoundPolicy | None = None,
+) -> SuiteRecord:
+    """All workers of one suite (its plan, then any further rounds the policy asks for);
+    writes <suite>.json and <suite>.extra.json; returns its record."""
     spec = suites.get(suite)
-    merged: dict[str, list[BenchValues]] = {}
-    failures: dict[str, str] = {}
-    extras = SuiteExtras()
+    state = SuiteState(suite)
     worker_errors: list[str] = []
-    worker_wall: list[float] = []
-    t0 = wall_s()
+    budget_s = policy.begin(suite) if policy is not None else None
     jobs = spec.plan(config)
     with tempfile.TemporaryDirectory(prefix=f".{suite}-", dir=run_dir) as tmp:
-        for j, job in enumerate(jobs):
-            cfg_path = Path(tmp) / f"config{j}.json"
-            cfg_path.write_text(job.config.to_json(), encoding="utf-8")
-            out_path = Path(tmp) / f"worker{j}.json"
-
-            def relay(frac: float, label: str, j: int = j) -> None:
-                progress.update(
-                    suite, (j + frac) / len(jobs), f"{label} (worker {j + 1}/{len(jobs)})"
-                )
-
-            started = wall_s()
-            rc, tail = run_worker(suite, cfg_path, out_path, job.worker_index, relay)
-            worker_wall.append(round(wall_s() - started, 2))
-            if rc != 0 or not out_path.exists():
-                last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
-                worker_errors.append(f"worker {j} failed: {last}")
-                continue
-            data = read_json(out_path)
-            for name, b in data["benchmarks"].items():
-                if not b["values"]:
-                    continue
-                merged.setdefault(name, []).append(
-                    BenchValues(
-                        name, b["values"], b["warmups"], b["loops"], b["unit"], b["gc_mode"]
-                    )
-                )
-            failures.update(data["failures"])
-            extras.merge(decode(SuiteExtras, data["extra"], out_path, "worker extras"))
+        label = ""
+        while jobs:
+            first = len(state.jobs)
+            state.jobs += jobs
+            for j, job in enumerate(jobs, start=first):
+                _run_job(suite, job, j, Path(tmp), state, worker_errors, progress, label)
+            jobs, label = policy.further(state) if policy is not None else ([], "")
+    families = policy.families(state) if policy is not None else {}
     environment = read_manifest(run_dir).environment.to_json()
     files: dict[str, str] = {}
-    if merged:
-        dump_pyperf(to_pyperf_suite(merged, environment), run_dir / pyperf_file(suite))
+    if state.merged:
+        dump_pyperf(to_pyperf_suite(state.merged, environment), run_dir / pyperf_file(suite))
         files["pyperf"] = pyperf_file(suite)
-    extra = ExtraFile(schema=SCHEMA, suite=suite, extras=extras)
+    extra = ExtraFile(schema=SCHEMA, suite=suite, extras=state.extras)
     write_json(run_dir / extra_file(suite), dataclasses.asdict(extra))
     files["extra"] = extra_file(suite)
-    if worker_errors and not merged:
+    if worker_errors and not state.merged:
         status = "failed"
-    elif failures or worker_errors:
+    elif state.failures or worker_errors:
         status = "partial"
     else:
         status = "done"
     return SuiteRecord(
         status=status,
         files=files,
-        failures=failures,
+        failures=state.failures,
         worker_errors=worker_errors,
-        wall_s=round(wall_s() - t0, 2),
-        workers=len({job.worker_index for job in jobs}),
-        worker_wall_s=worker_wall,
+        wall_s=round(state.elapsed_s, 2),
+        workers=len({job.worker_index for job in state.jobs}),
+        worker_wall_s=state.worker_wall_s,
+        budget_s=None if budget_s is None else round(budget_s, 1),
+        families=families,
     )
+
+
+def _run_job(
+    suite: str,
+    job: Job,
+    j: int,
+    tmp: Path,
+    state: SuiteState,
+    worker_errors: list[str],
+    progress: Progress,
+    label: str,
+) -> None:
+    """One worker process; its values, extras and failures folded into the suite's state."""
+    cfg_path = tmp / f"config{j}.json"
+    cfg_path.write_text(job.config.to_json(), encoding="utf-8")
+    out_path = tmp / f"worker{j}.json"
+    planned = len(state.jobs)
+
+    def relay(frac: float, text: str) -> None:
+        where = f"worker {j + 1}/{planned}" + (f", {label}" if label else "")
+        progress.update(suite, min(1.0, (j + frac) / planned), f"{text} ({where})")
+
+    started = wall_s()
+    rc, tail = run_worker(suite, cfg_path, out_path, job.worker_index, relay)
+    state.worker_wall_s.append(round(wall_s() - started, 2))
+    if rc != 0 or not out_path.exists():
+        last = tail.strip().splitlines()[-1] if tail.strip() else f"exit status {rc}"
+        worker_errors.append(f"worker {j} failed: {last}")
+        return
+    data = read_json(out_path)
+    for name, b in data["benchmarks"].items():
+        if not b["values"]:
+            continue
+        state.merged.setdefault(name, []).append(
+            BenchValues(name, b["values"], b["warmups"], b["loops"], b["unit"], b["gc_mode"])
+        )
+    state.failures.update(data["failures"])
+    state.extras.merge(decode(SuiteExtras, data["extra"], out_path, "worker extras"))
 
 
 def strategy_metadata(strategies: list[Strategy]) -> dict[str, StrategyMeta]:
@@ -278,8 +334,11 @@ def start_run(
     return manifest
 
 
-def execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest:
-    """Run every suite not yet done; the manifest on disk is current after each suite."""
+def execute(
+    run_dir: Path, manifest: Manifest, config: RunConfig, policy: RoundPolicy | None = None
+) -> Manifest:
+    """Run every suite not yet done (with the policy's further rounds); the manifest on disk is
+    current after each suite."""
     todo = [s for s in config.suites if not manifest.suites.get(s, SuiteRecord()).finished]
     progress = Progress(suites=todo)
     manifest.status = "running"
@@ -289,7 +348,7 @@ def execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest:
             for suite in todo:
                 manifest.suites[suite] = SuiteRecord(status="running")
                 write_manifest(run_dir, manifest)
-                manifest.suites[suite] = run_suite(config, suite, run_dir, progress)
+                manifest.suites[suite] = run_suite(config, suite, run_dir, progress, policy)
                 progress.suite_done()
                 write_manifest(run_dir, manifest)
     except Interrupted as exc:

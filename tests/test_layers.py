@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "bench.worker": 5,
     "bench.runner": 6,
     "bench.stats": 7,
+    "bench.adaptive": 8,  # the runner's further rounds: reads statistics of what was measured
     "bench.report.load": 8,
     "bench.report": 9,
     "bench.suites.*.view": 9,

@@ -103,6 +103,7 @@ def test_every_preset_through_a_tiny_run(tmp_path: Path) -> None:
                 "step_workers": 1,
                 "step_values": 3,
                 "warmup_values": 1,
+                "budget_s": None,  # the fixed plan: no further rounds
                 "steps_per_value": 3,
                 "count_steps": 20,
                 "scenario_overrides": {"chunked_prefill_size": 2048, "decode_batch": 32},
@@ -168,6 +169,7 @@ def test_a_sweep_is_named_plotted_and_summarised(tmp_path: Path) -> None:
                 "step_workers": 1,
                 "step_values": 3,
                 "warmup_values": 1,
+                "budget_s": None,  # the fixed plan: no further rounds
                 "steps_per_value": 3,
                 "count_steps": 10,
             }

@@ -13,11 +13,12 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
 from bench.names import BenchName
-from bench.runformat import SuiteExtras
+from bench.runformat import SuiteExtras, decode
 from bench.timing import wall_s
 from strategies import Strategy
 
@@ -52,6 +53,16 @@ class SuiteOutput:
         )
         entry["warmups" if warmup else "values"].append(value)
 
+    def merge(self, data: dict[str, Any], source: Path) -> None:
+        """Fold in another process's output (to_dict(), read from source) over other
+        benchmarks or strategies."""
+        for name, entry in data["benchmarks"].items():
+            mine = self.benchmarks.setdefault(name, {**entry, "values": [], "warmups": []})
+            mine["values"].extend(entry["values"])
+            mine["warmups"].extend(entry["warmups"])
+        self.extras.merge(decode(SuiteExtras, data["extra"], source, "child extras"))
+        self.failures.update(data["failures"])
+
     def to_dict(self) -> dict[str, Any]:
         # "benchmarks" and "failures" are read by gates running this tree as their base: stable.
         return {
@@ -68,10 +79,14 @@ class WorkerContext:
     device: torch.device
     strategies: list[Strategy]
     rng: random.Random
+    # this context's share of the worker's progress (a child measuring one of its strategies)
+    progress_base: float = 0.0
+    progress_span: float = 1.0
 
     def progress(self, fraction: float, label: str) -> None:
         """A progress line for the parent process (it computes the ETA)."""
-        print(f"@progress {fraction:.4f} {label}", file=sys.stderr, flush=True)
+        done = self.progress_base + self.progress_span * fraction
+        print(f"@progress {done:.4f} {label}", file=sys.stderr, flush=True)
 
     def make_pool(self, scenario: Scenario) -> RowPool:
         """The scenario's row pool on this worker's device (rows from the scenario)."""
@@ -95,6 +110,15 @@ def phase(out: SuiteOutput, name: str) -> Iterator[None]:
         yield
     finally:
         out.extras.phases[name] = out.extras.phases.get(name, 0.0) + wall_s() - t0
+
+
+FAMILY_PHASE = "family:"
+
+
+def family_phase(family: str) -> str:
+    """The phase name of one family's whole measurement in a worker (bench.adaptive predicts a
+    further round's cost from it)."""
+    return FAMILY_PHASE + family
 
 
 def failure_text(exc: BaseException) -> str:

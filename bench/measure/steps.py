@@ -21,6 +21,7 @@ from bench.measure.context import (
     SuiteOutput,
     WorkerContext,
     failure_text,
+    family_phase,
     interleave,
     phase,
 )
@@ -153,45 +154,47 @@ def measure_cases(
     and (count=True) counted state operations go to out.extras. gc_mode "frozen": everything
     alive after warm-up is frozen (gc.freeze()) while values are taken."""
     for i, (scenario, extra) in enumerate(cases):
-        label = CaseKey.of(scenario.name, **extra).short
-        with GcProbe() as probe:
-            with phase(out, f"{kind}:build"):
-                recorders = build_recorders(
-                    ctx,
-                    out,
-                    kind=kind,
-                    scenario=scenario,
-                    extra_params=extra,
-                    patterns=patterns,
-                    probe=probe,
-                    keep_steps=keep_steps,
-                )
-            subjects = step_subjects(recorders, steps_per_value)
-            if gc_mode != "enabled":
-                apply_gc_mode(gc_mode)
-                subjects = [dataclasses.replace(x, gc_mode=gc_mode) for x in subjects]
-            try:
-                with phase(out, f"{kind}:measure"):
-                    interleave(
+        key = CaseKey.of(scenario.name, **extra)
+        label = key.short
+        with phase(out, family_phase(key.text)):  # what an adaptive round of it costs
+            with GcProbe() as probe:
+                with phase(out, f"{kind}:build"):
+                    recorders = build_recorders(
                         ctx,
                         out,
-                        subjects,
-                        label=f"{kind} {label}",
-                        progress_base=i / len(cases),
-                        progress_span=1 / len(cases),
+                        kind=kind,
+                        scenario=scenario,
+                        extra_params=extra,
+                        patterns=patterns,
+                        probe=probe,
+                        keep_steps=keep_steps,
                     )
-            finally:
+                subjects = step_subjects(recorders, steps_per_value)
                 if gc_mode != "enabled":
-                    apply_gc_mode("enabled")
-        close_all(recorders)
-        for name, rec in recorders.items():
-            if keep_steps:
-                out.extras.steps[str(name)] = rec.kept
-            if rec.keep_queues:
-                out.extras.queues[name.case.text] = rec.queues
-        if count:
-            with phase(out, f"{kind}:count"):
-                _count(ctx, out, recorders)
+                    apply_gc_mode(gc_mode)
+                    subjects = [dataclasses.replace(x, gc_mode=gc_mode) for x in subjects]
+                try:
+                    with phase(out, f"{kind}:measure"):
+                        interleave(
+                            ctx,
+                            out,
+                            subjects,
+                            label=f"{kind} {label}",
+                            progress_base=i / len(cases),
+                            progress_span=1 / len(cases),
+                        )
+                finally:
+                    if gc_mode != "enabled":
+                        apply_gc_mode("enabled")
+            close_all(recorders)
+            for name, rec in recorders.items():
+                if keep_steps:
+                    out.extras.steps[str(name)] = rec.kept
+                if rec.keep_queues:
+                    out.extras.queues[name.case.text] = rec.queues
+            if count:
+                with phase(out, f"{kind}:count"):
+                    _count(ctx, out, recorders)
 
 
 def _count(ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, StepRecorder]) -> None:

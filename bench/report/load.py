@@ -43,6 +43,7 @@ from bench.stats.derive import (
     step_percentiles,
     summarize,
 )
+from bench.stats.scenarios import step_round_values
 from bench.storage import read_json
 from bench.suites.spec import SuiteSpec
 
@@ -76,6 +77,16 @@ class SuiteData:
         """Every benchmark's values over its runs (run order kept: value i of two benchmarks
         of one interleaved suite come from the same round)."""
         return {name: [v for run in runs for v in run] for name, runs in self.runs.items()}
+
+    @functools.cached_property
+    def net_values(self) -> dict[str, list[float]]:
+        """The values costs net of control are taken from: the step suite's rounds without the
+        iterations a collection ran in (bench.stats.scenarios.step_round_values)."""
+        opts = self.config.options.get("step")
+        steps = getattr(opts, "steps_per_value", 0)
+        if not steps:
+            return self.values
+        return step_round_values(self.values, self.extras.steps, steps)
 
     @functools.cached_property
     def summaries(self) -> list[Summary]:

@@ -26,6 +26,8 @@ from bench.stats.robust import (
     median,
     quantile,
     quantile_ratio_ci,
+    supports_quantile,
+    values_for_quantile,
     wilcoxon_signed_rank_p,
 )
 
@@ -47,5 +49,7 @@ __all__ = [
     "median",
     "quantile",
     "quantile_ratio_ci",
+    "supports_quantile",
+    "values_for_quantile",
     "wilcoxon_signed_rank_p",
 ]

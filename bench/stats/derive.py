@@ -186,10 +186,13 @@ def noise_floors(
 
 @dataclass(frozen=True)
 class StepPercentiles:
+    """Per-step latency of one benchmark. A tail quantile is None where too few steps were
+    recorded to support it (robust.supports_quantile)."""
+
     steps: int
     p50_ns: float
-    p99_ns: float
-    p999_ns: float
+    p99_ns: float | None
+    p999_ns: float | None
     max_ns: float
     mean_ns: float
     steps_per_s: float
@@ -203,6 +206,10 @@ class StepPercentiles:
         return self.spikes - self.spikes_with_gc
 
 
+def _tail(values: Sequence[float], q: float) -> float | None:
+    return robust.quantile(values, q) if robust.supports_quantile(len(values), q) else None
+
+
 def step_percentiles(series: StepSeries) -> StepPercentiles | None:
     """p50/p99/p99.9/max of per-step latency, steps per second, spikes split by GC."""
     host, flags = series.host_ns, series.gc
@@ -213,8 +220,8 @@ def step_percentiles(series: StepSeries) -> StepPercentiles | None:
     return StepPercentiles(
         steps=len(host),
         p50_ns=med,
-        p99_ns=robust.quantile(host, 0.99),
-        p999_ns=robust.quantile(host, 0.999),
+        p99_ns=_tail(host, 0.99),
+        p999_ns=_tail(host, 0.999),
         max_ns=max(host),
         mean_ns=sum(host) / len(host),
         steps_per_s=1e9 * len(host) / sum(host) if sum(host) else 0.0,
@@ -333,7 +340,7 @@ def gc_rates(counts: Mapping[str, GcCounts]) -> dict[str, GcRates]:
 @dataclass(frozen=True)
 class QueueStat:
     mean: float
-    p99: float
+    p99: float | None  # None: too few iterations recorded (robust.supports_quantile)
     max: float
 
 
@@ -344,7 +351,7 @@ def queue_stats(lengths: Mapping[str, Sequence[int]]) -> dict[str, QueueStat]:
         if values:
             out[name] = QueueStat(
                 mean=sum(values) / len(values),
-                p99=robust.quantile(values, 0.99),
+                p99=_tail(values, 0.99),
                 max=float(max(values)),
             )
     return out

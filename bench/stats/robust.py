@@ -1,14 +1,13 @@
 """Robust statistics for benchmark values: medians, IQR, bootstrap CIs, Mann-Whitney U,
 Wilcoxon signed-rank, least-squares fits.
 
-Pure Python on purpose (no scipy dependency): inputs are tens to thousands of values. The one
-exception, quantile_ratio_ci, bootstraps thousands of steps with numpy.
+No scipy dependency: inputs are tens to thousands of values. Bootstraps resample with numpy
+(one array operation per CI: a report computes hundreds of them).
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,29 +45,41 @@ def is_noisy(values: Sequence[float]) -> bool:
     return m > 0 and iqr(values) / m > NOISY_IQR_FRACTION
 
 
+def _resampled_medians(values: Sequence[float], rng: Any) -> Any:
+    """Medians of BOOTSTRAP_RESAMPLES resamples of values (numpy: one array operation)."""
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
+    picks = rng.integers(0, data.size, (BOOTSTRAP_RESAMPLES, data.size))
+    return np.median(data[picks], axis=1)
+
+
 def bootstrap_median_ci(
     values: Sequence[float], *, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
-    rng = random.Random(seed)
-    n = len(values)
-    meds = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(BOOTSTRAP_RESAMPLES))
+    """Percentile-bootstrap CI of the median."""
+    import numpy as np
+
+    meds = _resampled_medians(values, np.random.default_rng(seed))
     tail = (1 - level) / 2
-    return quantile(meds, tail), quantile(meds, 1 - tail)
+    lo, hi = np.quantile(meds, [tail, 1 - tail])
+    return float(lo), float(hi)
 
 
 def bootstrap_ratio_ci(
     num: Sequence[float], den: Sequence[float], *, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
     """CI of median(num)/median(den), resampling both sides independently."""
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(BOOTSTRAP_RESAMPLES):
-        d = statistics.median(rng.choices(den, k=len(den)))
-        n = statistics.median(rng.choices(num, k=len(num)))
-        ratios.append(n / d if d else math.inf)
-    ratios.sort()
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    d = _resampled_medians(den, rng)
+    n = _resampled_medians(num, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(d != 0, n / np.where(d != 0, d, 1.0), np.inf)
     tail = (1 - level) / 2
-    return quantile(ratios, tail), quantile(ratios, 1 - tail)
+    lo, hi = np.quantile(ratios, [tail, 1 - tail])
+    return float(lo), float(hi)
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
@@ -191,6 +202,23 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
 def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Slope of log(y) against log(x): ~0 constant, ~1 linear growth."""
     return linear_fit([math.log(x) for x in xs], [math.log(y) for y in ys])[0]
+
+
+# A tail quantile q is reported only where at least this many recorded values lie beyond it
+# (n * (1 - q) >= 10: a p99 needs 1,000 iterations, a p99.9 10,000). Fewer, and the quantile is
+# one of the few largest values: its bootstrap resamples the same handful, so the interval says
+# nothing (a quick run's 160 steps gave p99 ratios like 1.013x [0.053, 18.380]).
+TAIL_MIN_BEYOND = 10
+
+
+def supports_quantile(n: int, q: float) -> bool:
+    """Whether n recorded values support a quantile q (TAIL_MIN_BEYOND values beyond it)."""
+    return n * (1.0 - q) >= TAIL_MIN_BEYOND - 1e-9
+
+
+def values_for_quantile(q: float) -> int:
+    """The fewest recorded values that support quantile q."""
+    return math.ceil(TAIL_MIN_BEYOND / (1.0 - q) - 1e-9)
 
 
 # Resamples for a quantile-ratio bootstrap: p99 of <= a few thousand steps; 1,000 keeps the CI

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.core.counting import OpCounts
 from bench.names import BenchName, CaseKey
-from bench.runformat import CaseMeta, QueueSeries, RequestFigures
+from bench.runformat import CaseMeta, QueueSeries, RequestFigures, StepSeries
 from bench.stats import robust
 from bench.stats.derive import GcRates, NetCost, QueueStat, net_of, queue_stats
 
@@ -76,6 +76,45 @@ class Case:
         return next(
             (c for c in self.costs if c.strategy == strategy and c.pattern == pattern), None
         )
+
+
+def step_round_values(
+    values: Mapping[str, Sequence[float]],
+    steps: Mapping[str, StepSeries],
+    steps_per_value: int,
+) -> dict[str, list[float]]:
+    """Every benchmark's values, with the step suite's per round recomputed without the
+    iterations during which the cyclic collector ran in any scheduler of the case.
+
+    All schedulers of a case share one process heap: a collection starts in whichever step
+    crosses the allocation threshold, so its pause (up to ~13 ms over a ~0.7 ms step, measured
+    in a quick run) lands in one strategy's round at random and swamps the difference being
+    measured. The gc suite measures each strategy's collections in a heap of its own; the
+    costs per iteration here are the collector-free part. Paired: an iteration is dropped from
+    every scheduler of the case, so value i of each still covers the same work. A round whose
+    every iteration ran a collection keeps its measured values; benchmarks without per-step
+    data (or of other kinds) are returned as they are."""
+    out = {name: list(v) for name, v in values.items()}
+    by_case: dict[CaseKey, list[str]] = {}
+    for name, vals in values.items():
+        series = steps.get(name)
+        bench = BenchName.parse(name)
+        if bench.kind == "step" and series and len(series.host_ns) == len(vals) * steps_per_value:
+            by_case.setdefault(bench.case, []).append(name)
+    for names in by_case.values():
+        rounds = len(values[names[0]])
+        if any(len(values[n]) != rounds for n in names):
+            continue  # not paired (a failed strategy): leave the case as measured
+        n_steps = rounds * steps_per_value
+        quiet = [not any(steps[n].gc[i] for n in names) for i in range(n_steps)]
+        for r in range(rounds):
+            kept = [i for i in range(r * steps_per_value, (r + 1) * steps_per_value) if quiet[i]]
+            if not kept:
+                continue
+            for n in names:
+                host = steps[n].host_ns
+                out[n][r] = sum(host[i] for i in kept) / len(kept) / 1e9
+    return out
 
 
 def ordered_cases(keys: Iterable[CaseKey], order: Sequence[str]) -> list[CaseKey]:

@@ -3,6 +3,9 @@
     __init__.py   the declaration, imported by both halves and the registry:
                     NAME, ORDER, KIND     required: identity, position, the benchmark kind
                     PUBLIC, PAIRED        optional: --suite offers it; strategies share rounds
+                    ADAPTIVE              optional: a bench.config.Adaptive; under --budget the
+                                          runner adds rounds to families short of --precision
+                    BUDGET_SHARE          optional: its weight in the run's budget (default 1)
                     Options               optional: its options (a bench.config.SuiteOptions)
                     SHARED                optional: names of further constants both halves use
     run.py        the measuring half, imported by workers only:
@@ -28,7 +31,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from bench.config import RunConfig, SuiteOptions
+from bench.config import Adaptive, RunConfig, SuiteOptions
 from bench.declared import unknown_name
 
 
@@ -53,7 +56,17 @@ def refuse_unknown_names(module: ModuleType, known: set[str], what: str) -> None
 
 # -- the two halves -----------------------------------------------------------------------------
 
-DECLARATION_NAMES = {"NAME", "ORDER", "KIND", "PUBLIC", "PAIRED", "NOISE_KEYS", "SHARED"}
+DECLARATION_NAMES = {
+    "NAME",
+    "ORDER",
+    "KIND",
+    "PUBLIC",
+    "PAIRED",
+    "NOISE_KEYS",
+    "SHARED",
+    "ADAPTIVE",
+    "BUDGET_SHARE",
+}
 
 
 def _default_plan(options: SuiteOptions | None) -> Callable[[RunConfig], list[Job]]:
@@ -82,6 +95,8 @@ class SuiteSpec:
     # per kind, the parameters that make a noise family (default: all of them); the A/A twin's
     # deviation on a family is the floor its benchmarks are held to (bench/stats/classify.py)
     noise_keys: dict[str, tuple[str, ...]] | None = None
+    adaptive: Adaptive | None = None  # further rounds under a budget (None: its plan only)
+    budget_share: float = 1.0  # its weight in the run's budget
 
     @classmethod
     def from_package(cls, module: ModuleType, *, run_module: str | None = None) -> SuiteSpec:
@@ -101,6 +116,14 @@ class SuiteSpec:
             raise SuiteDeclarationError(f"{where}: Options must subclass bench.config.SuiteOptions")
         if options is not None and options.SUITE != module.NAME:
             raise SuiteDeclarationError(f"{where}: Options.SUITE must be {module.NAME!r}")
+        adaptive = getattr(module, "ADAPTIVE", None)
+        if adaptive is not None and not (
+            isinstance(adaptive, Adaptive) and adaptive.quantity in Adaptive.QUANTITIES
+        ):
+            raise SuiteDeclarationError(
+                f"{where}: ADAPTIVE must be a bench.config.Adaptive with quantity one of "
+                f"{', '.join(Adaptive.QUANTITIES)}"
+            )
         is_package = hasattr(module, "__path__")
         return cls(
             name=module.NAME,
@@ -113,6 +136,8 @@ class SuiteSpec:
             public=getattr(module, "PUBLIC", True),
             paired=getattr(module, "PAIRED", True),
             noise_keys=getattr(module, "NOISE_KEYS", None),
+            adaptive=adaptive,
+            budget_share=float(getattr(module, "BUDGET_SHARE", 1.0)),
         )
 
     # -- the measuring half ------------------------------------------------------------------

@@ -69,7 +69,7 @@ def _queue_table(case: Case) -> Html:
         (
             QUEUE_TITLES.get(name, name),
             num(f"{q.mean:,.2f}"),
-            num(f"{q.p99:,.1f}"),
+            num("too few iterations" if q.p99 is None else f"{q.p99:,.1f}"),
             num(f"{q.max:,.0f}"),
         )
         for name, q in ((n, case.queues[n]) for n in QUEUES if n in case.queues)
@@ -149,8 +149,10 @@ def scenario_section(run: RunData, all_cases: Sequence[Case]) -> Html | None:
         tag(
             "p",
             "Cost per scheduler iteration net of control (the same loop with call sites that touch "
-            "nothing: the harness's own cost), paired per round, median and bootstrap 95% CI; as a "
-            "share of the scenario's forward time; lookups and states created are counted exactly "
+            "nothing: the harness's own cost), paired per round, median and bootstrap 95% CI, "
+            "without the iterations during which the cyclic collector ran (all schedulers of a "
+            "case share one heap, so a collection lands in one of them at random; the GC section "
+            "measures each strategy's collections in a heap of its own); as a share of the scenario's forward time; lookups and states created are counted exactly "
             "over untimed iterations. Queues emerge from arrivals and residence times.",
             class_="note",
         )

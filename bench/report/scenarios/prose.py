@@ -42,7 +42,7 @@ def net_text(c: Cost) -> str:
 def _difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
     """a minus b per round (paired), in seconds."""
     data = run.suite("step")
-    return None if data is None else difference(data.values, a.bench, b.bench)
+    return None if data is None else difference(data.net_values, a.bench, b.bench)
 
 
 def interval_us(diff: NetCost) -> str:
@@ -225,10 +225,10 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
 
 def cost_lines(data: SuiteData) -> list[str]:
     """The terminal's per-scenario costs net of control (the step suite's extra lines)."""
-    net = net_of(data.values, reference=REFERENCE, kind="step")
+    net = net_of(data.net_values, reference=REFERENCE, kind="step")
     if not net:
         return []
-    lines = ["\n   cost per iteration net of control       median [95% CI]"]
+    lines = ["\n   cost per iteration net of control, collector pauses excluded   median [95% CI]"]
     for name in sorted(net):
         c = net[name]
         lines.append(

@@ -19,7 +19,7 @@ def scenario_summary(run: RunData, all_cases: Sequence[Case]) -> dict[str, Any]:
     run rewrites it)."""
     out: dict[str, Any] = {"baseline": run.baseline, "reference": REFERENCE, "cases": []}
     for case in all_cases:
-        queues: dict[str, float] = {}
+        queues: dict[str, float | None] = {}  # a p99 is None with too few iterations
         for name, q in case.queues.items():
             queues.update({f"{name}_mean": q.mean, f"{name}_p99": q.p99, f"{name}_max": q.max})
         designs = []

@@ -1,19 +1,27 @@
-"""The gc suite's measuring half (bench.suites.spec): one worker process per strategy, each
-stepping the scenarios over a background heap with the collector enabled and frozen, timing full
-collections, and (worker 0) the memory one request keeps alive."""
+"""The gc suite's measuring half (bench.suites.spec): each strategy alone in a process, stepping
+the scenarios over a background heap with the collector enabled and frozen, timing full
+collections, and (worker 0) the memory one request keeps alive. On the CPU a worker per
+repetition forks one child per strategy (torch imported once, not once per strategy); on a GPU
+each strategy gets a worker process of its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
+import os
 import random
+import sys
+import tempfile
 from array import array
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.config import RunConfig
 from bench.measure.context import SuiteOutput, WorkerContext, failure_text, phase
 from bench.names import BenchName
+from bench.storage import read_json, write_json
 from bench.suites.gc import GC_PATTERN, KIND
 from bench.suites.spec import Job
 
@@ -138,7 +146,8 @@ def _run_mode(
     out.extras.steps[str(name)] = rec.kept
 
 
-def run(ctx: WorkerContext) -> SuiteOutput:
+def _measure_strategies(ctx: WorkerContext) -> SuiteOutput:
+    """Every strategy of the context in turn, each over a background heap of its own."""
     import torch
 
     from bench.gcprobe import background_heap
@@ -171,10 +180,61 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     return out
 
 
+def _forked(ctx: WorkerContext, strategy: Strategy, path: Path) -> int:
+    """Measure one strategy in a child forked from this worker; its output as JSON at path.
+    Returns the child's exit status (0: path written)."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        status = 1
+        try:
+            # The parent's tracked objects become the child's own pages now, untimed, rather
+            # than during the first collection measured (copy-on-write).
+            gc.collect()
+            child = dataclasses.replace(ctx, strategies=[strategy])
+            write_json(path, _measure_strategies(child).to_dict())
+            status = 0
+        except BaseException as exc:  # the parent reports it; the child must not unwind
+            print(f"gc child {strategy.name}: {failure_text(exc)}", file=sys.stderr, flush=True)
+        finally:
+            sys.stderr.flush()
+            os._exit(status)
+    _, wait_status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(wait_status)
+
+
+def run(ctx: WorkerContext) -> SuiteOutput:
+    """One strategy: measured here. Several (the plan's `fork_strategies`): one child process
+    forked per strategy, in a seeded shuffled order; the children share this worker's imports,
+    hash seed and starting heap, so they differ only by the strategy."""
+    if len(ctx.strategies) == 1:
+        return _measure_strategies(ctx)
+    order = list(ctx.strategies)
+    ctx.rng.shuffle(order)
+    out = SuiteOutput()
+    with tempfile.TemporaryDirectory(prefix=".gc-children-") as tmp:
+        for i, s in enumerate(order):
+            path = Path(tmp) / f"{i}.json"
+            child_ctx = dataclasses.replace(
+                ctx, progress_base=i / len(order), progress_span=1 / len(order)
+            )
+            status = _forked(child_ctx, s, path)
+            if status != 0 or not path.exists():
+                out.failures[s.name] = f"gc/{s.name}: child process exited with status {status}"
+                continue
+            out.merge(read_json(path), path)
+    return out
+
+
 def plan(config: RunConfig) -> list[Job]:
-    """One process per strategy per repetition, strategies in a seeded shuffled order."""
+    """Per repetition, one process forking a child per strategy (fork_strategies, on the CPU),
+    or one process per strategy, strategies in a seeded shuffled order."""
+    from bench.timing import resolve_device
     from strategies import load_external, resolve_run
 
+    opts = config.suite(KIND)
+    if opts.fork_strategies and resolve_device(config.device).type == "cpu":
+        return [Job(w, config) for w in range(opts.workers)]
+    # CUDA cannot be used in a forked child of a process that touched it: a process each.
     chosen = resolve_run(
         config.strategies,
         external=config.external,
@@ -185,7 +245,7 @@ def plan(config: RunConfig) -> list[Job]:
     external_of = {load_external(spec).name: spec for spec in config.external}
     rng = random.Random(config.seed)
     jobs = []
-    for w in range(config.suite(KIND).workers):
+    for w in range(opts.workers):
         order = [s.name for s in chosen]
         rng.shuffle(order)
         for name in order:

@@ -13,6 +13,7 @@ from bench.measure.context import (
     SuiteOutput,
     WorkerContext,
     failure_text,
+    family_phase,
     interleave,
     phase,
 )
@@ -94,27 +95,28 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     sizes = ctx.config.suite(KIND).sizes
     regimes = ctx.config.suite(KIND).regimes
     evict = CacheEvictor() if "cold" in regimes else None
-    cells = [(n, r) for n in sizes for r in regimes]
+    cells = [(n, r) for n in sizes for r in regimes if ctx.config.measures(f"live={n}/regime={r}")]
     # The cyclic GC is off throughout, as timeit has it: a lookup's figure is the operation's
     # own cost; what the collector costs is the gc suite's subject. (With it on, a full
     # collection over 1e6 live requests would land in some values and not others.)
     with gc_paused(collect=False):
         for i, (n, regime) in enumerate(cells):
-            with phase(out, f"lookup:build live={n} regime={regime}"):
-                populations, subjects = _build(ctx, out, n, regime, evict)
-            with phase(out, f"lookup:measure live={n} regime={regime}"):
-                interleave(
-                    ctx,
-                    out,
-                    subjects,
-                    label=f"lookup live={n} regime={regime}",
-                    progress_base=i / len(cells),
-                    progress_span=1 / len(cells),
-                )
-            with phase(out, f"lookup:close live={n} regime={regime}"):
-                for pop in populations:
-                    pop.close()
-            del populations, subjects
+            with phase(out, family_phase(f"live={n}/regime={regime}")):
+                with phase(out, f"lookup:build live={n} regime={regime}"):
+                    populations, subjects = _build(ctx, out, n, regime, evict)
+                with phase(out, f"lookup:measure live={n} regime={regime}"):
+                    interleave(
+                        ctx,
+                        out,
+                        subjects,
+                        label=f"lookup live={n} regime={regime}",
+                        progress_base=i / len(cells),
+                        progress_span=1 / len(cells),
+                    )
+                with phase(out, f"lookup:close live={n} regime={regime}"):
+                    for pop in populations:
+                        pop.close()
+                del populations, subjects
     return out
 
 

@@ -15,11 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bench.config import SuiteOptions
+from bench.config import Adaptive, SuiteOptions
 
 NAME = "step"
 ORDER = 20
 KIND = "step"
+# Under --budget: a family is a scenario case (every strategy and pattern of it), measured to
+# the precision of the baseline's cost per iteration net of control (the scenario verdict).
+ADAPTIVE = Adaptive("net_cost", within=("pattern",))
+BUDGET_SHARE = 2.0  # the verdict's suite: twice a plain suite's share of the budget
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bench.config import RunConfig
 from bench.measure.context import SuiteOutput, WorkerContext, phase
 from bench.measure.steps import measure_cases, measure_requests
+from bench.names import CaseKey
 from bench.suites.spec import Job, with_values
 from bench.suites.step import KIND
 
@@ -14,13 +15,14 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     cfg = ctx.config
     opts = cfg.suite(KIND)
-    with phase(out, "step:requests"):
-        measure_requests(ctx, out)  # every worker: construction time is a timing like any other
+    if not cfg.only_families:  # not in an adaptive round's further processes
+        with phase(out, "step:requests"):
+            measure_requests(ctx, out)  # construction time is a timing like any other
     measure_cases(
         ctx,
         out,
         kind=KIND,
-        cases=cfg.cases(),
+        cases=[c for c in cfg.cases() if cfg.measures(CaseKey.of(c[0].name, **c[1]).text)],
         patterns=cfg.patterns,
         steps_per_value=opts.steps_per_value,
         keep_steps=True,

@@ -54,12 +54,16 @@ def report_extra(data: SuiteData) -> list[Html]:
 
     out = []
     if data.percentiles:
+
+        def tail(value_ns: float | None) -> Html:
+            return num(_TOO_FEW if value_ns is None else fmt(value_ns / 1e9))
+
         rows = [
             (
                 name,
                 num(fmt(p.p50_ns / 1e9)),
-                num(fmt(p.p99_ns / 1e9)),
-                num(fmt(p.p999_ns / 1e9)),
+                tail(p.p99_ns),
+                tail(p.p999_ns),
                 num(fmt(p.max_ns / 1e9)),
                 num(f"{p.steps_per_s:,.0f}"),
                 num(f"{p.spikes} ({p.spikes_with_gc})"),
@@ -68,7 +72,11 @@ def report_extra(data: SuiteData) -> list[Html]:
             for name, p in data.percentiles.items()
         ]
         head = ("benchmark", "p50", "p99", "p99.9", "max", "steps/s", "spikes (with GC)", "steps")
-        out += [tag("h3", "Per-step latency"), table(head, rows)]
+        out += [
+            tag("h3", "Per-step latency"),
+            table(head, rows),
+            tag("p", _tail_rule(), class_="note"),
+        ]
     ratios = _pattern_ratios(data)
     if ratios:
         ratio_rows = [
@@ -164,10 +172,12 @@ def _p99_metric(run: RunData, case: CaseKey) -> Metric | None:
     )
     base_name = str(BenchName.of(KIND, run.baseline, **case.as_params(), pattern=pattern))
     base = data.percentiles.get(base_name)
+    if base is None or base.p99_ns is None:
+        return None  # too few iterations for a p99 (_tail_rule): no ratio to show
     base_raw = [float(v) for v in data.extras.steps.get(base_name, _EMPTY).host_ns]
     for name, p in data.percentiles.items():
         bench = BenchName.parse(name)
-        if bench.case != case or bench.get("pattern") != pattern:
+        if bench.case != case or bench.get("pattern") != pattern or p.p99_ns is None:
             continue
         value = p.p99_ns / 1e9
         if bench.strategy == run.baseline or base is None or not base.p99_ns:
@@ -213,6 +223,19 @@ def headline(run: RunData) -> list[Metric]:
 
 
 _EMPTY = StepSeries()  # read-only stand-in for a benchmark without per-step data
+_TOO_FEW = "too few iterations"
+
+
+def _tail_rule() -> str:
+    from bench.stats import values_for_quantile
+    from bench.stats.robust import TAIL_MIN_BEYOND
+
+    return (
+        f"A tail percentile is shown only where at least {TAIL_MIN_BEYOND} recorded iterations "
+        f"lie beyond it: p99 from {values_for_quantile(0.99):,} iterations, p99.9 from "
+        f"{values_for_quantile(0.999):,}; with fewer it is one of the few slowest iterations "
+        f"and its interval says nothing ({_TOO_FEW})."
+    )
 
 
 def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:

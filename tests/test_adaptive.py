@@ -1,0 +1,248 @@
+"""Adaptive measurement: durations and percentages parsed, the collector-free round values, the
+round policy's decisions on synthetic suite states (budget shares, furthest family first,
+stopping reasons), the tail rule, and a family key that means the same to both halves."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+import pytest
+
+from bench import suites
+from bench.adaptive import AdaptivePolicy, half_width_pct, net_cost_precision, ratio_precision
+from bench.cliargs import duration_s, percent
+from bench.names import BenchName, CaseKey
+from bench.pyperf_io import BenchValues
+from bench.runformat import StepSeries, SuiteExtras
+from bench.runner import SuiteState
+from bench.stats import supports_quantile, values_for_quantile
+from bench.stats.derive import queue_stats, step_percentiles
+from bench.stats.scenarios import step_round_values
+from bench.suites.spec import Job
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("6m", 360.0), ("90s", 90.0), ("1h30m", 5400.0), ("300", 300.0), ("2.5m", 150.0)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert duration_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["x", "0", "m", "-5", "", "6 minutes"])
+def test_bad_durations_are_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="duration"):
+        duration_s(text)
+
+
+def test_budget_off_and_percentages() -> None:
+    assert duration_s("off") is None
+    assert percent("15") == 15.0
+    assert percent("7.5%") == 7.5
+    for bad in ("0", "101", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            percent(bad)
+
+
+def test_config_refuses_a_bad_budget_or_precision() -> None:
+    config = suites.default_config()
+    with pytest.raises(ValueError, match="budget"):
+        replace(config, budget_s=-1.0).validate()
+    with pytest.raises(ValueError, match="precision"):
+        replace(config, precision_pct=0.0).validate()
+    assert config.measures("anything")
+    only = replace(config, only_families=("scenario=decode-dspark",))
+    assert only.measures("scenario=decode-dspark")
+    assert not only.measures("scenario=prefill-dspark")
+
+
+def test_family_keys_are_what_the_workers_filter_on() -> None:
+    """A step family is the scenario case (CaseKey text), a lookup family the live/regime cell:
+    the run halves filter on exactly the text the policy derives from benchmark names."""
+    step = BenchName.of(
+        "step", "pr652", scenario="decode-dspark", pattern="cached", decode_batch=64
+    )
+    case = CaseKey.of("decode-dspark", decode_batch=64)
+    assert step.family_text(suites.get("step").adaptive.within) == case.text  # type: ignore[union-attr]
+    lookup = BenchName.of("lookup", "pr652", op="get_hit", live=1000, regime="cold")
+    assert lookup.family_text(suites.get("lookup").adaptive.within) == "live=1000/regime=cold"  # type: ignore[union-attr]
+
+
+# -- collector-free round values ---------------------------------------------------------------
+
+
+def _name(strategy: str, scenario: str = "prefill-dspark") -> str:
+    return str(BenchName.of("step", strategy, scenario=scenario, pattern="per_field"))
+
+
+def test_round_values_drop_collection_steps_from_every_scheduler_of_the_case() -> None:
+    k = 4  # steps per value, two rounds
+    a, b, other = _name("pr652"), _name("control"), _name("pr652", "decode-dspark")
+    steps = {
+        a: StepSeries(
+            [100, 100, 9_000, 100, 200, 200, 200, 200], [0] * 8, [0, 0, 1, 0, 0, 0, 0, 0]
+        ),
+        b: StepSeries([50, 50, 50, 50, 60, 60, 60, 60], [0] * 8, [0] * 8),
+        other: StepSeries([10] * 8, [0] * 8, [1] * 8),  # every step collected: kept as measured
+    }
+    values = {
+        n: [sum(s.host_ns[r * k : (r + 1) * k]) / k / 1e9 for r in range(2)]
+        for n, s in steps.items()
+    }
+    values["lookup/pr652/op=get_hit/live=1000/regime=warm"] = [1.0, 2.0]
+    out = step_round_values(values, steps, k)
+    # round 0: step 2 had a collection (in pr652): dropped from pr652 AND control
+    assert out[a] == [pytest.approx(100e-9), pytest.approx(200e-9)]
+    assert out[b] == [pytest.approx(50e-9), pytest.approx(60e-9)]
+    assert values[a][0] == pytest.approx(2325e-9)  # what the raw value was
+    assert out[other] == values[other]
+    assert out["lookup/pr652/op=get_hit/live=1000/regime=warm"] == [1.0, 2.0]
+
+
+def test_round_values_leave_unpaired_cases_alone() -> None:
+    a, b = _name("pr652"), _name("control")
+    steps = {a: StepSeries([1, 1], [0, 0], [1, 0]), b: StepSeries([1], [0], [0])}
+    values = {a: [1e-9, 1e-9], b: [1e-9]}
+    assert step_round_values(values, steps, 1) == values
+
+
+# -- precision of a family -----------------------------------------------------------------------
+
+
+def test_half_width() -> None:
+    assert half_width_pct(100.0, 90.0, 120.0) == pytest.approx(15.0)
+    assert half_width_pct(-100.0, -120.0, -90.0) == pytest.approx(15.0)
+    assert half_width_pct(0.0, -1.0, 1.0) is None
+
+
+def test_net_cost_precision_is_the_baselines_paired_interval() -> None:
+    base, ref = _name("pr652"), _name("control")
+    tight = {base: [150e-6 + i * 1e-7 for i in range(12)], ref: [50e-6] * 12}
+    got = net_cost_precision(tight, baseline="pr652", pattern="per_field", within=("pattern",))
+    p = got["scenario=prefill-dspark"]
+    assert p.estimate == pytest.approx(100.55e-6, rel=1e-3)
+    assert p.half_width_pct is not None
+    assert p.half_width_pct < 1.0
+    assert p.reached(15.0)
+    wide = {base: [50e-6, 150e-6, 250e-6, 20e-6], ref: [50e-6] * 4}
+    w = net_cost_precision(wide, baseline="pr652", pattern="per_field", within=("pattern",))
+    assert not w["scenario=prefill-dspark"].reached(15.0)
+    few = {base: [1e-6, 2e-6], ref: [0.5e-6, 0.5e-6]}  # two rounds: no interval yet
+    f = net_cost_precision(few, baseline="pr652", pattern="per_field", within=("pattern",))
+    assert f["scenario=prefill-dspark"].half_width_pct is None
+    assert not f["scenario=prefill-dspark"].reached(100.0)
+
+
+def test_ratio_precision_is_the_least_precise_ratio_and_ignores_the_reference() -> None:
+    def lookup(s: str) -> str:
+        return str(BenchName.of("lookup", s, op="get_hit", live=1000, regime="warm"))
+
+    base = [[100.0 + i for i in range(6)], [101.0 + i for i in range(6)]]
+    runs = {
+        lookup("pr652"): base,
+        lookup("declared"): [[v * 0.5 for v in g] for g in base],  # exact ratio: no width
+        lookup("dynattr"): [[v * (0.5 if i % 2 else 1.5) for i, v in enumerate(g)] for g in base],
+        lookup("control"): [[v * (0.1 if i % 2 else 5.0) for i, v in enumerate(g)] for g in base],
+    }
+    got = ratio_precision(runs, baseline="pr652", within=("op",), paired=True)
+    p = got["live=1000/regime=warm"]
+    assert p.half_width_pct is not None
+    assert p.half_width_pct > 15.0  # dynattr's, not declared's
+    runs.pop(lookup("dynattr"))
+    p2 = ratio_precision(runs, baseline="pr652", within=("op",), paired=True)[
+        "live=1000/regime=warm"
+    ]
+    assert p2.half_width_pct == pytest.approx(0.0)  # control's wild ratio does not count
+    assert p2.estimate == pytest.approx(0.5)
+
+
+# -- the round policy ------------------------------------------------------------------------------
+
+
+def _state(
+    config: object, values: dict[str, list[float]], *, wall: float, elapsed: float
+) -> SuiteState:
+    from bench.timing import wall_s
+
+    state = SuiteState("step")
+    state.jobs = [Job(0, config)]  # type: ignore[arg-type]
+    state.worker_wall_s = [wall]
+    state.started = wall_s() - elapsed
+    for name, vals in values.items():
+        state.merged[name] = [BenchValues(name, vals, [], 10)]
+    state.extras = SuiteExtras(
+        phases={"family:scenario=prefill-dspark": 4.0, "family:scenario=decode-dspark": 2.0}
+    )
+    return state
+
+
+def _values(spread_prefill: float, spread_decode: float) -> dict[str, list[float]]:
+    out = {}
+    for scen, spread in (("prefill-dspark", spread_prefill), ("decode-dspark", spread_decode)):
+        out[_name("pr652", scen)] = [100e-6 + spread * (i % 3 - 1) for i in range(12)]
+        out[_name("control", scen)] = [0.0] * 12
+    return out
+
+
+def test_policy_adds_a_round_for_the_family_short_of_its_target_only() -> None:
+    config = replace(suites.default_config(), budget_s=100.0, precision_pct=15.0, suites=("step",))
+    policy = AdaptivePolicy(config, ["step"])
+    assert policy.begin("step") == pytest.approx(100.0, abs=0.5)
+    state = _state(config, _values(0.0, 60e-6), wall=10.0, elapsed=10.0)
+    jobs, label = policy.further(state)
+    assert len(jobs) == 1
+    assert jobs[0].worker_index == 1
+    assert jobs[0].config.only_families == ("scenario=decode-dspark",)
+    assert "decode-dspark" in label
+    assert "±15%" in label
+    records = policy.families(state)
+    assert records["scenario=prefill-dspark"].stop == "precision"
+    assert records["scenario=prefill-dspark"].rounds == 1
+    assert records["scenario=decode-dspark"].stop == "budget"  # had it stopped here
+    assert not records["scenario=decode-dspark"].reached
+
+
+def test_policy_stops_when_the_suites_share_is_spent() -> None:
+    config = replace(
+        suites.default_config(), budget_s=30.0, precision_pct=15.0, suites=("lookup", "step")
+    )
+    policy = AdaptivePolicy(config, ["lookup", "step"])
+    share = policy.begin("lookup")
+    assert share == pytest.approx(30.0 / 3.0, abs=0.5)  # lookup 1, step 2 (BUDGET_SHARE)
+    # the lookup suite overran: 25 s of 30 spent when the step suite starts
+    policy = AdaptivePolicy(config, ["lookup", "step"], spent_s=25.0)
+    assert policy.begin("step") == pytest.approx(5.0, abs=0.5)
+    state = _state(config, _values(60e-6, 60e-6), wall=4.0, elapsed=4.0)
+    jobs, _ = policy.further(state)
+    assert jobs == []
+    assert {r.stop for r in policy.families(state).values()} == {"budget"}
+
+
+def test_policy_without_a_budget_records_the_fixed_plan() -> None:
+    config = suites.default_config()  # budget_s None
+    policy = AdaptivePolicy(config, ["step"])
+    assert policy.begin("step") is None
+    state = _state(config, _values(60e-6, 0.0), wall=5.0, elapsed=5.0)
+    assert policy.further(state) == ([], "")
+    assert {r.stop for r in policy.families(state).values()} == {"fixed plan"}
+
+
+# -- tails -----------------------------------------------------------------------------------------
+
+
+def test_a_tail_quantile_needs_ten_values_beyond_it() -> None:
+    assert values_for_quantile(0.99) == 1000
+    assert values_for_quantile(0.999) == 10000
+    assert not supports_quantile(999, 0.99)
+    assert supports_quantile(1000, 0.99)
+    few = step_percentiles(StepSeries(list(range(160)), [0] * 160, [0] * 160))
+    assert few is not None
+    assert few.p99_ns is None
+    assert few.p999_ns is None
+    many = step_percentiles(StepSeries(list(range(2400)), [0] * 2400, [0] * 2400))
+    assert many is not None
+    assert many.p99_ns == pytest.approx(2399 * 0.99)
+    assert many.p999_ns is None
+    assert queue_stats({"inflight": [1] * 100})["inflight"].p99 is None
+    assert queue_stats({"inflight": [1] * 1000})["inflight"].p99 == 1
