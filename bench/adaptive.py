@@ -31,7 +31,7 @@ leaves its time to the next ones and one that overruns takes it from them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bench import suites
@@ -41,12 +41,18 @@ from bench.names import BenchName
 from bench.runformat import FamilyRecord
 from bench.runner import SuiteState
 from bench.stats import robust
-from bench.stats.scenarios import REFERENCE, step_round_values
+from bench.stats.derive import paired_difference
+from bench.stats.rounds import Rounds
+from bench.stats.scenarios import NET_STATISTIC, REFERENCE, step_round_values
 from bench.suites.spec import Job
 from bench.timing import wall_s
 
 # Processes that may measure one family: a bound on a budget given in hours.
 MAX_ROUNDS = 40
+# Values per further round, at least. A process's own rounds vary less than its median does
+# between processes (layout, hash seed), but a median of 3 rounds varied as much again: rounds
+# of 3 values left decode-dspark at +-40% after 5 processes where rounds of 6 reached +-24%.
+FURTHER_VALUES = 6
 # What a worker process costs before it measures anything (interpreter, torch, strategies), in
 # seconds, until the suite's own processes have shown it.
 DEFAULT_OVERHEAD_S = 3.0
@@ -72,49 +78,47 @@ def half_width_pct(estimate: float, low: float, high: float) -> float | None:
 
 
 def net_cost_precision(
-    values: Mapping[str, Sequence[float]], *, baseline: str, pattern: str, within: Sequence[str]
+    rounds: Rounds, *, baseline: str, pattern: str, within: Sequence[str]
 ) -> dict[str, Precision]:
     """Per family: the baseline's cost per round net of the reference (REFERENCE), paired per
-    round, median with its bootstrap CI (what the scenario view reports)."""
+    round within each worker, with its bootstrap CI (what the scenario view reports)."""
     out: dict[str, Precision] = {}
-    for name, vals in values.items():
+    for name in rounds:
         bench = BenchName.parse(name)
         if bench.strategy != baseline or bench.get("pattern") != pattern:
             continue
-        ref = values.get(str(bench.with_strategy(REFERENCE)))
+        groups = rounds.groups(name, str(bench.with_strategy(REFERENCE)))
         family = bench.family_text(within)
         words = f"{baseline} ({pattern}) cost per iteration net of {REFERENCE}"
-        if ref is None or len(ref) != len(vals) or len(vals) < 3:
+        if groups is None or sum(len(g) for g in groups[0]) < 3:
             out[family] = Precision(words, None, None)
             continue
-        diffs = [v - r for v, r in zip(vals, ref, strict=True)]
-        lo, hi = robust.bootstrap_median_ci(diffs)
-        est = robust.median(diffs)
-        out[family] = Precision(words, est, half_width_pct(est, lo, hi))
+        net = paired_difference(groups[0], groups[1], NET_STATISTIC)
+        out[family] = Precision(
+            words, net.median, half_width_pct(net.median, net.ci_low, net.ci_high)
+        )
     return out
 
 
 def ratio_precision(
-    runs: Mapping[str, Sequence[Sequence[float]]],
-    *,
-    baseline: str,
-    within: Sequence[str],
-    paired: bool,
+    rounds: Rounds, *, baseline: str, within: Sequence[str], paired: bool
 ) -> dict[str, Precision]:
     """Per family: every strategy's ratio to the baseline (hierarchical bootstrap, as the
     report's summaries); the family is as precise as its least precise ratio. The reference
     strategy (the harness's own loop) is left out: its ratio is not a design's."""
     worst: dict[str, tuple[float | None, float | None]] = {}
-    for name, groups in runs.items():
+    for name in rounds:
         bench = BenchName.parse(name)
         family = bench.family_text(within)
         if bench.strategy in (baseline, REFERENCE):
             continue
-        base = runs.get(str(bench.with_strategy(baseline)))
+        base_name = str(bench.with_strategy(baseline))
+        both = rounds.groups(name, base_name) if paired else None
+        groups, base = both if both else (rounds.runs[name], rounds.runs.get(base_name, []))
         if not base or sum(len(g) for g in groups) < 3 or sum(len(g) for g in base) < 3:
             worst[family] = (None, None)
             continue
-        cmp = robust.hierarchical_compare(groups, base, paired=paired)
+        cmp = robust.hierarchical_compare(groups, base, paired=both is not None)
         hw = half_width_pct(cmp.ratio, cmp.ci_low, cmp.ci_high)
         prev = worst.get(family)
         if prev is not None and prev[1] is None:
@@ -164,6 +168,10 @@ class AdaptivePolicy:
         mine = self.budgets[state.suite]
         if spec.adaptive is None or mine.budget_s is None or not state.jobs:
             return [], ""
+        if spec.adaptive.quantity == "net_cost" and not any(
+            BenchName.parse(n).strategy == REFERENCE for n in state.merged
+        ):
+            return [], ""  # no reference measured: no net cost to make precise
         precision = self._precision(spec.adaptive, state)
         target = self.config.precision_pct
         rounds = self._rounds(spec.adaptive, state)
@@ -181,22 +189,32 @@ class AdaptivePolicy:
             return [], ""
         # The furthest from the target first (an incomputable precision is furthest).
         short.sort(key=lambda f: -(precision[f].half_width_pct or math.inf))
-        cost = self._family_cost_s(state)
+        # A further round measures whole families: every strategy and pattern of them, as the
+        # plan did. (A round of the baseline and control alone cost a seventh as much, but with
+        # 3 schedulers interleaved instead of 20 their data stayed in cache: decode-dspark's
+        # control iteration took 173 us against 502-535 us, and its net cost halved.)
+        base = replace(
+            state.jobs[0].config,
+            only_families=(),
+            values=max(FURTHER_VALUES, state.jobs[0].config.values),
+        )
+        per_unit = self._seconds_per_unit(spec.adaptive, state)
         overhead = self._overhead_s(state)
         left = mine.budget_s - state.elapsed_s
         chosen, predicted = [], overhead
         for family in short:
-            if predicted + cost.get(family, 0.0) <= left:
+            units = self._units(spec.adaptive, state, family, base)
+            cost = per_unit.get(family, 0.0) * units
+            if predicted + cost <= left:
                 chosen.append(family)
-                predicted += cost.get(family, 0.0)
+                predicted += cost
         for family in short:
             if family not in chosen:
                 mine.stopped[family] = "budget"
         if not chosen:
             return [], ""
-        template = state.jobs[0].config
         index = max(j.worker_index for j in state.jobs) + 1
-        job = Job(index, replace(template, only_families=tuple(sorted(chosen))))
+        job = Job(index, replace(base, only_families=tuple(sorted(chosen))))
         worst = short[0]
         hw = precision[worst].half_width_pct
         label = (
@@ -236,16 +254,21 @@ class AdaptivePolicy:
 
     def _precision(self, adaptive: Adaptive, state: SuiteState) -> dict[str, Precision]:
         baseline = self.config.baseline
+        rounds = Rounds(
+            {n: [b.values for b in bvs] for n, bvs in state.merged.items()},
+            {
+                n: [b.worker if b.worker is not None else -1 for b in bvs]
+                for n, bvs in state.merged.items()
+            },
+        )
         if adaptive.quantity == "net_cost":
-            values = {n: [v for b in bvs for v in b.values] for n, bvs in state.merged.items()}
             steps = state.jobs[0].config.suite(state.suite).steps_per_value
-            values = step_round_values(values, state.extras.steps, steps)
+            rounds = step_round_values(rounds, state.extras.steps, steps)
             return net_cost_precision(
-                values, baseline=baseline, pattern=self.pattern, within=adaptive.within
+                rounds, baseline=baseline, pattern=self.pattern, within=adaptive.within
             )
-        runs = {n: [b.values for b in bvs] for n, bvs in state.merged.items()}
         return ratio_precision(
-            runs,
+            rounds,
             baseline=baseline,
             within=adaptive.within,
             paired=suites.get(state.suite).paired,
@@ -261,18 +284,28 @@ class AdaptivePolicy:
         return out
 
     @staticmethod
-    def _family_cost_s(state: SuiteState) -> dict[str, float]:
-        """Per family, its mean wall time in one worker (the family phases workers record)."""
-        out: dict[str, float] = {}
-        for key, seconds in state.extras.phases.items():
-            if key.startswith(FAMILY_PHASE):
-                out[key[len(FAMILY_PHASE) :]] = seconds
-        counts: dict[str, int] = {}
-        for job in state.jobs[: len(state.worker_wall_s)]:
-            for family in out:
-                if job.config.measures(family):
-                    counts[family] = counts.get(family, 0) + 1
-        return {f: s / max(1, counts.get(f, 1)) for f, s in out.items()}
+    def _seconds_per_unit(adaptive: Adaptive, state: SuiteState) -> dict[str, float]:
+        """Per family, its wall time in the workers (the family phases they record) per unit of
+        work: one benchmark's value or warm-up value (a scheduler stepped for one round)."""
+        seconds = {
+            k[len(FAMILY_PHASE) :]: v
+            for k, v in state.extras.phases.items()
+            if k.startswith(FAMILY_PHASE)
+        }
+        units: dict[str, int] = {}
+        for name, bvs in state.merged.items():
+            family = BenchName.parse(name).family_text(adaptive.within)
+            units[family] = units.get(family, 0) + sum(len(b.values) + len(b.warmups) for b in bvs)
+        return {f: s / units[f] for f, s in seconds.items() if units.get(f)}
+
+    @staticmethod
+    def _units(adaptive: Adaptive, state: SuiteState, family: str, config: RunConfig) -> int:
+        """The units of work a further round of one family is: its benchmarks times the
+        round's values and warm-ups."""
+        names = {
+            n for n in state.merged if BenchName.parse(n).family_text(adaptive.within) == family
+        }
+        return len(names) * (config.values + config.warmup_values)
 
     @staticmethod
     def _overhead_s(state: SuiteState) -> float:

@@ -89,6 +89,7 @@ class SuiteOptions:
         SUITE        the suite's NAME (prefix of the flat keys)
         KEYS         field -> flat key where it is not f"{SUITE}_{field}"
         QUICK        field -> value in the quick run (--quick)
+        IN_QUICK     whether the quick set runs the suite (--suite still selects it)
         REPETITION   fields that set how much is measured, not what
 
     `workers` is the worker processes the suite plans; a suite with a `values` field takes that
@@ -99,6 +100,7 @@ class SuiteOptions:
     SUITE: ClassVar[str] = ""
     KEYS: ClassVar[Mapping[str, str]] = {}
     QUICK: ClassVar[Mapping[str, Any]] = {}
+    IN_QUICK: ClassVar[bool] = True
     REPETITION: ClassVar[frozenset[str]] = frozenset({"workers"})
     POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ()
 
@@ -220,9 +222,10 @@ class RunConfig:
         )
 
     def quick(self) -> RunConfig:
-        """The small CI-sized set: each suite's QUICK, one worker process each."""
+        """The small CI-sized set: the suites IN_QUICK, each with its QUICK options."""
         quick = replace(
             self,
+            suites=tuple(s for s in self.suites if self.options[s].IN_QUICK) or self.suites,
             workers=1,
             values=8,
             scenarios=("prefill-dspark", "decode-dspark"),

@@ -86,6 +86,25 @@ def apply_gc_mode(mode: str) -> None:
         gc.freeze()
 
 
+# The step suite's collector: automatic collection off while iterations are timed, and the
+# collections it would have started run between iteration positions, untimed (collect_due).
+DEFERRED = "deferred"
+
+
+def collect_due() -> int:
+    """With automatic collection off: run the young collection CPython would have started by now
+    (generation 0 or 1, by the same counts and thresholds), untimed. Returns the generation
+    collected, or -1. Full collections are left out: CPython starts one only when the objects
+    promoted since the last exceed a quarter of the long-lived ones, a count Python cannot
+    read, and the gc suite measures them."""
+    count, threshold = gc.get_count(), gc.get_threshold()
+    for gen in (1, 0):
+        if threshold[gen] and count[gen] > threshold[gen]:
+            gc.collect(gen)
+            return gen
+    return -1
+
+
 def tracked_objects() -> int:
     return len(gc.get_objects())
 

@@ -33,6 +33,7 @@ class BenchValues:
     loops: int
     unit: str = "second"
     gc_mode: str = "enabled"  # the collector's mode while these values were taken
+    worker: int | None = None  # the worker process's index (pyperf run metadata `worker`)
 
 
 def to_pyperf_suite(
@@ -49,6 +50,8 @@ def to_pyperf_suite(
                 "gc_mode": bv.gc_mode,
                 "python_version": environment.get("python", sys.version.split()[0]),
             }
+            if bv.worker is not None:
+                md["worker"] = bv.worker
             for key in _ENV_METADATA:
                 if environment.get(key) is not None:
                     md[key] = environment[key]
@@ -91,6 +94,17 @@ def runs_of(suite: pyperf.BenchmarkSuite) -> dict[str, list[list[float]]]:
         b.get_name(): [list(r.values) for r in b.get_runs() if r.values]
         for b in suite.get_benchmarks()
     }
+
+
+def workers_of(suite: pyperf.BenchmarkSuite) -> dict[str, list[int]]:
+    """Per benchmark, the worker index of each run with values (runs_of's order); a benchmark
+    whose runs do not all say (files of earlier versions) is left out."""
+    out = {}
+    for b in suite.get_benchmarks():
+        ids = [r.get_metadata().get("worker") for r in b.get_runs() if r.values]
+        if ids and all(isinstance(i, int) for i in ids):
+            out[b.get_name()] = [int(i) for i in ids]
+    return out
 
 
 def gc_modes_of(suite: pyperf.BenchmarkSuite) -> dict[str, str]:

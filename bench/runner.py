@@ -242,7 +242,15 @@ def _run_job(
         if not b["values"]:
             continue
         state.merged.setdefault(name, []).append(
-            BenchValues(name, b["values"], b["warmups"], b["loops"], b["unit"], b["gc_mode"])
+            BenchValues(
+                name,
+                b["values"],
+                b["warmups"],
+                b["loops"],
+                b["unit"],
+                b["gc_mode"],
+                worker=job.worker_index,
+            )
         )
     state.failures.update(data["failures"])
     state.extras.merge(decode(SuiteExtras, data["extra"], out_path, "worker extras"))

@@ -10,7 +10,13 @@ from dataclasses import replace
 import pytest
 
 from bench import suites
-from bench.adaptive import AdaptivePolicy, half_width_pct, net_cost_precision, ratio_precision
+from bench.adaptive import (
+    FURTHER_VALUES,
+    AdaptivePolicy,
+    half_width_pct,
+    net_cost_precision,
+    ratio_precision,
+)
 from bench.cliargs import duration_s, percent
 from bench.names import BenchName, CaseKey
 from bench.pyperf_io import BenchValues
@@ -18,6 +24,7 @@ from bench.runformat import StepSeries, SuiteExtras
 from bench.runner import SuiteState
 from bench.stats import supports_quantile, values_for_quantile
 from bench.stats.derive import queue_stats, step_percentiles
+from bench.stats.rounds import Rounds, rounds_of
 from bench.stats.scenarios import step_round_values
 from bench.suites.spec import Job
 
@@ -91,20 +98,45 @@ def test_round_values_drop_collection_steps_from_every_scheduler_of_the_case() -
         for n, s in steps.items()
     }
     values["lookup/pr652/op=get_hit/live=1000/regime=warm"] = [1.0, 2.0]
-    out = step_round_values(values, steps, k)
+    out = step_round_values(rounds_of(values), steps, k)
     # round 0: step 2 had a collection (in pr652): dropped from pr652 AND control
-    assert out[a] == [pytest.approx(100e-9), pytest.approx(200e-9)]
-    assert out[b] == [pytest.approx(50e-9), pytest.approx(60e-9)]
+    assert out.flat(a) == [pytest.approx(100e-9), pytest.approx(200e-9)]
+    assert out.flat(b) == [pytest.approx(50e-9), pytest.approx(60e-9)]
     assert values[a][0] == pytest.approx(2325e-9)  # what the raw value was
-    assert out[other] == values[other]
-    assert out["lookup/pr652/op=get_hit/live=1000/regime=warm"] == [1.0, 2.0]
+    assert out.flat(other) == values[other]
+    assert out.flat("lookup/pr652/op=get_hit/live=1000/regime=warm") == [1.0, 2.0]
+
+
+def test_round_values_mask_within_each_worker() -> None:
+    """Worker 7 measured pr652 and control, worker 9 pr652 only (a further round): a collection
+    in worker 9 masks nothing in worker 7, and each worker's series is its own segment."""
+    a, b = _name("pr652"), _name("control")
+    rounds = Rounds({a: [[1.0], [1.0]], b: [[1.0]]}, {a: [7, 9], b: [7]})
+    steps = {
+        a: StepSeries([10, 10, 30, 99], [0] * 4, [0, 0, 0, 1]),  # worker 7: 10, 10; 9: 30, 99
+        b: StepSeries([5, 7], [0, 0], [0, 1]),
+    }
+    out = step_round_values(rounds, steps, 2)
+    assert out.runs[a] == [[pytest.approx(10e-9)], [pytest.approx(30e-9)]]
+    assert out.runs[b] == [[pytest.approx(5e-9)]]
+
+
+def test_rounds_pair_over_the_workers_both_have() -> None:
+    rounds = Rounds(
+        {"x": [[1.0, 2.0], [3.0, 4.0], [5.0]], "y": [[10.0, 20.0], [50.0, 60.0]]},
+        {"x": [0, 1, 2], "y": [0, 2]},
+    )
+    assert rounds.paired("x", "y") == [[1.0, 2.0], [10.0, 20.0]]  # worker 2: lengths differ
+    assert rounds.paired("x", "missing") is None
+    assert Rounds({"x": [[1.0]], "y": [[2.0]]}).paired("x", "y") == [[1.0], [2.0]]  # by position
 
 
 def test_round_values_leave_unpaired_cases_alone() -> None:
     a, b = _name("pr652"), _name("control")
     steps = {a: StepSeries([1, 1], [0, 0], [1, 0]), b: StepSeries([1], [0], [0])}
     values = {a: [1e-9, 1e-9], b: [1e-9]}
-    assert step_round_values(values, steps, 1) == values
+    out = step_round_values(rounds_of(values), steps, 1)
+    assert {n: out.flat(n) for n in out} == values
 
 
 # -- precision of a family -----------------------------------------------------------------------
@@ -118,17 +150,17 @@ def test_half_width() -> None:
 
 def test_net_cost_precision_is_the_baselines_paired_interval() -> None:
     base, ref = _name("pr652"), _name("control")
-    tight = {base: [150e-6 + i * 1e-7 for i in range(12)], ref: [50e-6] * 12}
+    tight = rounds_of({base: [150e-6 + i * 1e-7 for i in range(12)], ref: [50e-6] * 12})
     got = net_cost_precision(tight, baseline="pr652", pattern="per_field", within=("pattern",))
     p = got["scenario=prefill-dspark"]
     assert p.estimate == pytest.approx(100.55e-6, rel=1e-3)
     assert p.half_width_pct is not None
     assert p.half_width_pct < 1.0
     assert p.reached(15.0)
-    wide = {base: [50e-6, 150e-6, 250e-6, 20e-6], ref: [50e-6] * 4}
+    wide = rounds_of({base: [50e-6, 150e-6, 250e-6, 20e-6], ref: [50e-6] * 4})
     w = net_cost_precision(wide, baseline="pr652", pattern="per_field", within=("pattern",))
     assert not w["scenario=prefill-dspark"].reached(15.0)
-    few = {base: [1e-6, 2e-6], ref: [0.5e-6, 0.5e-6]}  # two rounds: no interval yet
+    few = rounds_of({base: [1e-6, 2e-6], ref: [0.5e-6, 0.5e-6]})  # two rounds: no interval yet
     f = net_cost_precision(few, baseline="pr652", pattern="per_field", within=("pattern",))
     assert f["scenario=prefill-dspark"].half_width_pct is None
     assert not f["scenario=prefill-dspark"].reached(100.0)
@@ -145,12 +177,12 @@ def test_ratio_precision_is_the_least_precise_ratio_and_ignores_the_reference() 
         lookup("dynattr"): [[v * (0.5 if i % 2 else 1.5) for i, v in enumerate(g)] for g in base],
         lookup("control"): [[v * (0.1 if i % 2 else 5.0) for i, v in enumerate(g)] for g in base],
     }
-    got = ratio_precision(runs, baseline="pr652", within=("op",), paired=True)
+    got = ratio_precision(Rounds(runs), baseline="pr652", within=("op",), paired=True)
     p = got["live=1000/regime=warm"]
     assert p.half_width_pct is not None
     assert p.half_width_pct > 15.0  # dynattr's, not declared's
     runs.pop(lookup("dynattr"))
-    p2 = ratio_precision(runs, baseline="pr652", within=("op",), paired=True)[
+    p2 = ratio_precision(Rounds(runs), baseline="pr652", within=("op",), paired=True)[
         "live=1000/regime=warm"
     ]
     assert p2.half_width_pct == pytest.approx(0.0)  # control's wild ratio does not count
@@ -170,7 +202,7 @@ def _state(
     state.worker_wall_s = [wall]
     state.started = wall_s() - elapsed
     for name, vals in values.items():
-        state.merged[name] = [BenchValues(name, vals, [], 10)]
+        state.merged[name] = [BenchValues(name, vals, [], 10, worker=0)]
     state.extras = SuiteExtras(
         phases={"family:scenario=prefill-dspark": 4.0, "family:scenario=decode-dspark": 2.0}
     )
@@ -194,6 +226,11 @@ def test_policy_adds_a_round_for_the_family_short_of_its_target_only() -> None:
     assert len(jobs) == 1
     assert jobs[0].worker_index == 1
     assert jobs[0].config.only_families == ("scenario=decode-dspark",)
+    # whole families: every strategy and pattern, as in the plan (the cache regime depends on
+    # how many schedulers are interleaved)
+    assert jobs[0].config.strategies == config.strategies
+    assert jobs[0].config.patterns == config.patterns
+    assert jobs[0].config.values == max(FURTHER_VALUES, config.values)
     assert "decode-dspark" in label
     assert "±15%" in label
     records = policy.families(state)
@@ -209,7 +246,8 @@ def test_policy_stops_when_the_suites_share_is_spent() -> None:
     )
     policy = AdaptivePolicy(config, ["lookup", "step"])
     share = policy.begin("lookup")
-    assert share == pytest.approx(30.0 / 3.0, abs=0.5)  # lookup 1, step 2 (BUDGET_SHARE)
+    weights = {s: suites.get(s).budget_share for s in ("lookup", "step")}  # BUDGET_SHARE
+    assert share == pytest.approx(30.0 * weights["lookup"] / sum(weights.values()), abs=0.5)
     # the lookup suite overran: 25 s of 30 spent when the step suite starts
     policy = AdaptivePolicy(config, ["lookup", "step"], spent_s=25.0)
     assert policy.begin("step") == pytest.approx(5.0, abs=0.5)
@@ -246,3 +284,26 @@ def test_a_tail_quantile_needs_ten_values_beyond_it() -> None:
     assert many.p999_ns is None
     assert queue_stats({"inflight": [1] * 100})["inflight"].p99 is None
     assert queue_stats({"inflight": [1] * 1000})["inflight"].p99 == 1
+
+
+# -- collections between iterations ----------------------------------------------------------------
+
+
+def test_collect_due_runs_the_young_collection_automatic_gc_would_have() -> None:
+    import gc
+
+    from bench.gcprobe import collect_due
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        assert collect_due() == -1  # nothing allocated since: nothing due
+        keep = [[] for _ in range(gc.get_threshold()[0] + 10)]  # containers past threshold 0
+        assert gc.get_count()[0] > gc.get_threshold()[0]
+        assert collect_due() == 0
+        assert gc.get_count()[0] < gc.get_threshold()[0]
+        del keep
+    finally:
+        if was:
+            gc.enable()

@@ -103,7 +103,7 @@ def test_gc_mode_is_recorded_per_benchmark(run_dir: Path) -> None:
     assert modes["gc/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
     assert modes["gc_full/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
     assert modes["gc/weakkey/scenario=decode-dspark/gc=enabled"] == "enabled"
-    assert set(gc_modes_of(load_pyperf(run_dir / "step.json")).values()) == {"enabled"}
+    assert set(gc_modes_of(load_pyperf(run_dir / "step.json")).values()) == {"deferred"}
     assert set(gc_modes_of(load_pyperf(run_dir / "scaling.json")).values()) == {"frozen"}
     assert set(gc_modes_of(load_pyperf(run_dir / "lookup.json")).values()) == {"disabled"}
 

@@ -5,8 +5,8 @@ operations counted untimed, and the request class's own figures (construction ti
 
 from __future__ import annotations
 
-import dataclasses
 import functools
+import gc
 from array import array
 from gc import is_tracked as gc_is_tracked
 from typing import Any
@@ -15,14 +15,13 @@ from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
-from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
+from bench.gcprobe import DEFERRED, GcProbe, apply_gc_mode, collect_due, gc_paused
 from bench.measure.context import (
     Subject,
     SuiteOutput,
     WorkerContext,
     failure_text,
     family_phase,
-    interleave,
     phase,
 )
 from bench.names import BenchName, CaseKey
@@ -31,10 +30,10 @@ from bench.timing import StepClock
 
 
 class StepRecorder:
-    """Runs k steps of one scheduler, timing each; keeps the per-step data of measured values
-    (warm-up values are timed but not kept) when keep_steps is set, and the queue lengths after
-    each measured step when keep_queues is set. The transfer worker's share of an iteration
-    (worker_tick) runs outside the timed step."""
+    """Times one scheduler's steps, one at a time (step) or k in a row (measure); keeps the
+    per-step data of measured values (warm-up values are timed but not kept) when keep_steps is
+    set, and the queue lengths after each measured step when keep_queues is set. The transfer
+    worker's share of an iteration (worker_tick) runs outside the timed step."""
 
     def __init__(
         self,
@@ -52,28 +51,109 @@ class StepRecorder:
         self.keep_queues = keep_queues
         self.kept = StepSeries()
         self.queues = QueueSeries()
+        self._value = StepSeries()  # the steps of the value being taken
+
+    def step(self, *, warmup: bool) -> None:
+        """One timed iteration, added to the value being taken."""
+        sched, probe, value = self.scheduler, self.probe, self._value
+        before = probe.total_collections
+        self.clock.start()
+        sched.step()
+        h, d = self.clock.stop()
+        sched.worker_tick()
+        value.host_ns.append(h)
+        value.device_ns.append(d)
+        value.gc.append(probe.total_collections - before)
+        if self.keep_queues and not warmup:
+            for queue, length in sched.queue_sample().items():
+                self.queues.lengths.setdefault(queue, []).append(length)
+
+    def value_s(self, *, warmup: bool) -> float:
+        """The value taken since the last one: mean seconds per iteration."""
+        value, self._value = self._value, StepSeries()
+        if self.keep_steps and not warmup:
+            self.kept.extend(value)
+        return sum(value.host_ns) / len(value.host_ns) / 1e9
 
     def measure(self, k: int, *, warmup: bool) -> float:
-        sched, clock, probe = self.scheduler, self.clock, self.probe
-        host, device, gcs = [], [], []
-        samples = []
+        """k iterations in a row: one value."""
         for _ in range(k):
-            before = probe.total_collections
-            clock.start()
-            sched.step()
-            h, d = clock.stop()
-            sched.worker_tick()
-            host.append(h)
-            device.append(d)
-            gcs.append(probe.total_collections - before)
-            if self.keep_queues and not warmup:
-                samples.append(sched.queue_sample())
-        if self.keep_steps and not warmup:
-            self.kept.extend(StepSeries(host, device, gcs))
-        for sample in samples:
-            for queue, length in sample.items():
-                self.queues.lengths.setdefault(queue, []).append(length)
-        return sum(host) / k / 1e9
+            self.step(warmup=warmup)
+        return self.value_s(warmup=warmup)
+
+
+def interleave_steps(
+    ctx: WorkerContext,
+    out: SuiteOutput,
+    recorders: dict[BenchName, StepRecorder],
+    steps: int,
+    *,
+    label: str,
+    gc_mode: str = "enabled",
+    progress_base: float = 0.0,
+    progress_span: float = 1.0,
+) -> None:
+    """Round-robin by iteration: a value of every scheduler is `steps` iterations, and each
+    iteration position runs one iteration of every scheduler in a fresh shuffled order. The
+    iterations compared are taken milliseconds apart, so drift on a shared machine hits every
+    strategy alike (it moved whole blocks here: pr652 minus control over 20-iteration blocks
+    varied with a standard deviation of 230 us per round in prefill-dspark, 56 us interleaved by
+    iteration); and each iteration runs after the other schedulers' work, as a real scheduler's
+    runs after a forward, with its data out of the core's nearest caches. gc_mode DEFERRED:
+    automatic collection is off while iterations run and the young collections it would have
+    started run between iteration positions, untimed (gcprobe.collect_due): with twenty
+    schedulers in one heap a collection otherwise landed in 82% of prefill-sharegpt's iteration
+    positions, in one strategy's iteration at random. A strategy that raises is dropped with the
+    error recorded; the others go on."""
+    cfg = ctx.config
+    rounds = cfg.warmup_values + cfg.values
+    live = dict(recorders)
+    deferred = gc_mode == DEFERRED
+    if deferred:
+        gc.disable()
+    try:
+        for r in range(rounds):
+            warmup = r < cfg.warmup_values
+            for _ in range(steps):
+                order = list(live)
+                ctx.rng.shuffle(order)
+                for name in order:
+                    if name not in live:
+                        continue
+                    try:
+                        live[name].step(warmup=warmup)
+                    except Exception as exc:
+                        out.failures[name.strategy] = f"{name}: {failure_text(exc)}"
+                        live = {n: rec for n, rec in live.items() if n.strategy != name.strategy}
+                if deferred:
+                    collect_due()
+            _take_values(out, live, steps, warmup=warmup, gc_mode=gc_mode)
+            ctx.progress(
+                progress_base + progress_span * (r + 1) / rounds,
+                f"{label} round {r + 1}/{rounds}",
+            )
+    finally:
+        if deferred:
+            gc.enable()
+
+
+def _take_values(
+    out: SuiteOutput,
+    live: dict[BenchName, StepRecorder],
+    steps: int,
+    *,
+    warmup: bool,
+    gc_mode: str,
+) -> None:
+    for name, rec in live.items():
+        out.add(
+            name,
+            rec.value_s(warmup=warmup),
+            warmup=warmup,
+            loops=steps,
+            unit="second",
+            gc_mode=gc_mode,
+        )
 
 
 def build_recorders(
@@ -149,8 +229,9 @@ def measure_cases(
     count: bool,
     gc_mode: str = "enabled",
 ) -> None:
-    """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in
-    interleaved rounds of `steps_per_value` steps, then closed. Per-step data, queue lengths
+    """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in rounds of
+    `steps_per_value` iterations interleaved iteration by iteration (interleave_steps), then
+    closed. Per-step data, queue lengths
     and (count=True) counted state operations go to out.extras. gc_mode "frozen": everything
     alive after warm-up is frozen (gc.freeze()) while values are taken."""
     for i, (scenario, extra) in enumerate(cases):
@@ -169,22 +250,22 @@ def measure_cases(
                         probe=probe,
                         keep_steps=keep_steps,
                     )
-                subjects = step_subjects(recorders, steps_per_value)
-                if gc_mode != "enabled":
+                if gc_mode not in ("enabled", DEFERRED):
                     apply_gc_mode(gc_mode)
-                    subjects = [dataclasses.replace(x, gc_mode=gc_mode) for x in subjects]
                 try:
                     with phase(out, f"{kind}:measure"):
-                        interleave(
+                        interleave_steps(
                             ctx,
                             out,
-                            subjects,
+                            recorders,
+                            steps_per_value,
                             label=f"{kind} {label}",
+                            gc_mode=gc_mode,
                             progress_base=i / len(cases),
                             progress_span=1 / len(cases),
                         )
                 finally:
-                    if gc_mode != "enabled":
+                    if gc_mode not in ("enabled", DEFERRED):
                         apply_gc_mode("enabled")
             close_all(recorders)
             for name, rec in recorders.items():

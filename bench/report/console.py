@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.report import viewspec
+from bench.report import precision, viewspec
 from bench.report.load import RunData, SuiteData, load_run
 from bench.report.text import fmt_value
 from bench.stats.derive import Summary
@@ -52,6 +52,7 @@ def suite_lines(data: SuiteData, baseline: str) -> list[str]:
         )
     if view is not None:
         lines += view.terminal_extra(data)
+    lines += precision.terminal_lines(data)
     for strategy, err in data.failures.items():
         lines.append(f"   FAILED {strategy}: {err}")
     for err in data.worker_errors:

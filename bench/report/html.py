@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bench.report import viewspec
+from bench.report import precision, viewspec
 from bench.report.headline import Metric
 from bench.report.load import RunData
 from bench.report.markup import Html, Td, join, num, page, pre, section, table, tag, td, void
@@ -350,6 +350,7 @@ def suite_section(name: str, run: RunData, plots: list[Plot]) -> Html:
     body += summary_tables(data.summaries, run.baseline, split)
     if spec is not None:
         body += spec.report_extra(data)
+    body += precision.html_table(data)
     return section(name, title, *head, *body)
 
 

@@ -22,11 +22,12 @@ from bench import suites
 from bench.config import RunConfig
 from bench.errors import DataError
 from bench.names import BenchName, twin_of
-from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of
+from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of, workers_of
 from bench.runformat import (
     MANIFEST,
     SELFCHECK_FILE,
     Environment,
+    FamilyRecord,
     Manifest,
     SelfCheck,
     StrategyMeta,
@@ -43,6 +44,7 @@ from bench.stats.derive import (
     step_percentiles,
     summarize,
 )
+from bench.stats.rounds import Rounds
 from bench.stats.scenarios import step_round_values
 from bench.storage import read_json
 from bench.suites.spec import SuiteSpec
@@ -61,12 +63,15 @@ class SuiteData:
     baseline: str = ""
     config: RunConfig = field(default_factory=RunConfig)  # the run's configuration
     runs: dict[str, list[list[float]]] = field(default_factory=dict)  # per worker process
+    workers: dict[str, list[int]] = field(default_factory=dict)  # each run's worker index
     units: dict[str, str] = field(default_factory=dict)
     gc_modes: dict[str, str] = field(default_factory=dict)  # benchmark -> GC mode
     extras: SuiteExtras = field(default_factory=SuiteExtras)
     failures: dict[str, str] = field(default_factory=dict)
     worker_errors: list[str] = field(default_factory=list)
     wall_s: float | None = None
+    budget_s: float | None = None  # its share of an adaptive run's budget
+    families: dict[str, FamilyRecord] = field(default_factory=dict)  # rounds and precision
 
     @property
     def has_data(self) -> bool:
@@ -79,14 +84,20 @@ class SuiteData:
         return {name: [v for run in runs for v in run] for name, runs in self.runs.items()}
 
     @functools.cached_property
-    def net_values(self) -> dict[str, list[float]]:
-        """The values costs net of control are taken from: the step suite's rounds without the
+    def rounds(self) -> Rounds:
+        """Values per worker process with the worker each came from: what paired statistics
+        pair (bench.stats.rounds)."""
+        return Rounds(self.runs, self.workers)
+
+    @functools.cached_property
+    def net_rounds(self) -> Rounds:
+        """The rounds costs net of control are taken from: the step suite's without the
         iterations a collection ran in (bench.stats.scenarios.step_round_values)."""
         opts = self.config.options.get("step")
         steps = getattr(opts, "steps_per_value", 0)
         if not steps:
-            return self.values
-        return step_round_values(self.values, self.extras.steps, steps)
+            return self.rounds
+        return step_round_values(self.rounds, self.extras.steps, steps)
 
     @functools.cached_property
     def summaries(self) -> list[Summary]:
@@ -97,6 +108,7 @@ class SuiteData:
             baseline=self.baseline,
             paired=True if spec is None else spec.paired,
             noise_keys=None if spec is None else spec.noise_keys,
+            workers=self.workers,
         )
 
     @property
@@ -246,7 +258,7 @@ def run_config(manifest: Manifest, path: Path) -> RunConfig:
 
 def _pyperf_runs(
     path: Path,
-) -> tuple[dict[str, list[list[float]]], dict[str, str], dict[str, str]]:
+) -> tuple[dict[str, list[list[float]]], dict[str, str], dict[str, str], dict[str, list[int]]]:
     suite = load_pyperf(path)
     runs = runs_of(suite)
     for name, per_run in runs.items():
@@ -258,7 +270,7 @@ def _pyperf_runs(
             if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
                 raise _fail(path, f"benchmark {name!r} holds values that are not finite numbers")
     units = {b.get_name(): str(b.get_unit()) for b in suite.get_benchmarks()}
-    return runs, units, gc_modes_of(suite)
+    return runs, units, gc_modes_of(suite), workers_of(suite)
 
 
 def load_suite(run_dir: Path, name: str, st: SuiteRecord, config: RunConfig) -> SuiteData:
@@ -269,12 +281,13 @@ def load_suite(run_dir: Path, name: str, st: SuiteRecord, config: RunConfig) -> 
     runs: dict[str, list[list[float]]] = {}
     units: dict[str, str] = {}
     modes: dict[str, str] = {}
+    workers: dict[str, list[int]] = {}
     if "extra" in files:
         path = _inside(run_dir, files["extra"], manifest_path, f"suites.{name}.files.extra")
         extras = read_extra_file(read_json(path), name, path)
     if "pyperf" in files:
         path = _inside(run_dir, files["pyperf"], manifest_path, f"suites.{name}.files.pyperf")
-        runs, units, modes = _pyperf_runs(path)
+        runs, units, modes, workers = _pyperf_runs(path)
     status = SuiteData(
         name,
         st.status,
@@ -284,8 +297,12 @@ def load_suite(run_dir: Path, name: str, st: SuiteRecord, config: RunConfig) -> 
         failures=dict(st.failures),
         worker_errors=list(st.worker_errors),
         wall_s=st.wall_s,
+        budget_s=st.budget_s,
+        families=dict(st.families),
     )
-    return dataclasses.replace(status, runs=runs, units=units, gc_modes=modes, extras=extras)
+    return dataclasses.replace(
+        status, runs=runs, workers=workers, units=units, gc_modes=modes, extras=extras
+    )
 
 
 def load_profile(run_dir: Path) -> list[ProfileShare] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bench.report.headline import Metric
 from bench.report.load import RunData
+from bench.report.precision import markdown_sentence
 from bench.report.text import esc_md, fmt, fmt_ratio, md_code, md_code_block, md_table
 from bench.report.verdict import Verdict, describe_family
 from bench.report.views import cross_suite
@@ -108,6 +109,9 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
         lines.append(f"- **{esc_md(family.title)}:** " + " ".join(esc_md(s) for s in sentences))
     if lines:
         out += ["**Verdict** (computed from the data):", "", *lines, ""]
+    sentence = markdown_sentence(run)
+    if sentence:
+        out += [esc_md(sentence), ""]
     failed = {
         name: len(d.failures) + len(d.worker_errors)
         for name, d in run.suites.items()

@@ -12,6 +12,7 @@ from bench.names import BenchName, twin_of
 from bench.runformat import GcCounts, StepSeries
 from bench.stats import robust
 from bench.stats.classify import classify, legacy_classify
+from bench.stats.rounds import Rounds
 
 # A step slower than this multiple of the median step counts as a spike.
 SPIKE_FACTOR = 3.0
@@ -99,16 +100,25 @@ def summarize(
     baseline: str,
     paired: bool = True,
     noise_keys: Mapping[str, Sequence[str]] | None = None,
+    workers: Mapping[str, Sequence[int]] | None = None,
 ) -> list[Summary]:
     """Per benchmark, from its values per worker process. paired: the suite measured every
     strategy in the same processes, value i of each in the same round (its comparisons then
-    pair them). CIs and ratios come from a hierarchical bootstrap (robust.hierarchical_compare);
-    verdicts from classify(), held to the noise floor of the baseline's A/A twins."""
+    pair them, over the worker processes both have: `workers` gives each run's worker, else
+    runs pair by position). CIs and ratios come from a hierarchical bootstrap
+    (robust.hierarchical_compare); verdicts from classify(), held to the noise floor of the
+    baseline's A/A twins."""
     compared: dict[str, robust.Comparison] = {}
     legacy: dict[str, str] = {}
+    rounds = Rounds(runs, workers or {})
     for text in runs:
         bench = BenchName.parse(text)
-        mine, base = _groups(runs[text]), _groups(runs.get(str(bench.with_strategy(baseline)), []))
+        base_name = str(bench.with_strategy(baseline))
+        shared = rounds.groups(text, base_name) if paired else None
+        if shared is not None:
+            mine, base = _groups(shared[0]), _groups(shared[1])
+        else:
+            mine, base = _groups(runs[text]), _groups(runs.get(base_name, []))
         flat = [v for g in mine for v in g]
         flat_base = [v for g in base for v in g]
         if bench.strategy == baseline or len(flat) < 2 or len(flat_base) < 2:
@@ -233,19 +243,19 @@ def step_percentiles(series: StepSeries) -> StepPercentiles | None:
 
 
 def param_ratios(
-    values: Mapping[str, Sequence[float]], *, kind: str, key: str, num: str, den: str
+    rounds: Rounds, *, kind: str, key: str, num: str, den: str
 ) -> dict[str, robust.Comparison]:
-    """Per strategy: benchmark with key=num against the same benchmark with key=den (paired),
-    e.g. step per_field / cached. Keyed by the numerator's name without the key."""
+    """Per strategy: benchmark with key=num against the same benchmark with key=den (paired over
+    the worker processes both have), e.g. step per_field / cached. Keyed by the numerator's
+    name without the key."""
     out: dict[str, robust.Comparison] = {}
-    for text, vals in values.items():
+    for text in rounds:
         bench = BenchName.parse(text)
         if bench.kind != kind or bench.get(key) != num:
             continue
-        other = values.get(str(bench.with_params(**{key: den})))
-        if other is not None and len(vals) > 1 and len(other) > 1:
-            label = str(bench.without(key))
-            out[label] = robust.compare(list(vals), list(other), paired=True)
+        pair = rounds.paired(text, str(bench.with_params(**{key: den})))
+        if pair is not None and len(pair[0]) > 1:
+            out[str(bench.without(key))] = robust.compare(pair[0], pair[1], paired=True)
     return out
 
 
@@ -372,22 +382,40 @@ class NetCost:
 
 
 def net_of(
-    values: Mapping[str, Sequence[float]], *, reference: str, kind: str
+    rounds: Rounds, *, reference: str, kind: str, statistic: str = "median"
 ) -> dict[str, NetCost]:
     """Per benchmark of `kind`: value minus the reference strategy's value of the same round
-    (paired: same scheduler steps, measured moments apart), median with a bootstrap CI."""
+    (paired: same scheduler steps, measured moments apart, in the same worker process), with a
+    bootstrap CI of the `statistic` of those differences (median, or mean: a cost per
+    iteration is a mean; NetCost.median then holds the mean)."""
     out: dict[str, NetCost] = {}
-    for text, vals in values.items():
+    for text in rounds:
         bench = BenchName.parse(text)
         if bench.kind != kind or bench.strategy == reference:
             continue
-        ref = values.get(str(bench.with_strategy(reference)))
-        if ref is None or len(ref) != len(vals) or len(vals) < 2:
+        groups = rounds.groups(text, str(bench.with_strategy(reference)))
+        if groups is None or sum(len(g) for g in groups[0]) < 2:
             continue
-        diffs = [v - r for v, r in zip(vals, ref, strict=True)]
-        lo, hi = robust.bootstrap_median_ci(diffs)
-        out[text] = NetCost(median=robust.median(diffs), ci_low=lo, ci_high=hi, n=len(diffs))
+        out[text] = paired_difference(groups[0], groups[1], statistic)
     return out
+
+
+def paired_difference(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], statistic: str
+) -> NetCost:
+    """a minus b per round, the rounds grouped by worker process (value i of a group of each
+    from the same round): the median of the differences with a hierarchical bootstrap CI
+    (processes, then rounds: a process's layout and hash seed move every round of it), or
+    their mean with a bootstrap CI over rounds."""
+    diffs = [[x - y for x, y in zip(ga, gb, strict=True)] for ga, gb in zip(a, b, strict=True)]
+    flat = [d for g in diffs for d in g]
+    if statistic == "mean":
+        lo, hi = robust.bootstrap_mean_ci(flat)
+        centre = sum(flat) / len(flat)
+    else:
+        lo, hi = robust.hierarchical_median_ci(diffs)
+        centre = robust.median(flat)
+    return NetCost(median=centre, ci_low=lo, ci_high=hi, n=len(flat))
 
 
 @dataclass(frozen=True)
@@ -403,21 +431,21 @@ class NetRatio:
         return not self.ci_low <= 1.0 <= self.ci_high
 
 
-def net_ratios(
-    values: Mapping[str, Sequence[float]], *, reference: str, baseline: str, kind: str
-) -> dict[str, NetRatio]:
+def net_ratios(rounds: Rounds, *, reference: str, baseline: str, kind: str) -> dict[str, NetRatio]:
     """Per benchmark of `kind`: (value - reference) / (baseline - reference) of the same round,
     median with a bootstrap CI. Left out where the baseline's net cost is not positive in every
     round (a ratio to nothing)."""
     out: dict[str, NetRatio] = {}
-    for text, vals in values.items():
+    for text in rounds:
         bench = BenchName.parse(text)
         if bench.kind != kind or bench.strategy in (reference, baseline):
             continue
-        ref = values.get(str(bench.with_strategy(reference)))
-        base = values.get(str(bench.with_strategy(baseline)))
-        if ref is None or base is None or not len(ref) == len(base) == len(vals) >= 2:
+        triple = rounds.paired(
+            text, str(bench.with_strategy(reference)), str(bench.with_strategy(baseline))
+        )
+        if triple is None or len(triple[0]) < 2:
             continue
+        vals, ref, base = triple
         dens = [b - r for b, r in zip(base, ref, strict=True)]
         if min(dens) <= 0:
             continue

@@ -66,6 +66,20 @@ def bootstrap_median_ci(
     return float(lo), float(hi)
 
 
+def bootstrap_mean_ci(
+    values: Sequence[float], *, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of the mean."""
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, (BOOTSTRAP_RESAMPLES, data.size))].mean(axis=1)
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
 def bootstrap_ratio_ci(
     num: Sequence[float], den: Sequence[float], *, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:

@@ -17,12 +17,19 @@ from bench.core.counting import OpCounts
 from bench.names import BenchName, CaseKey
 from bench.runformat import CaseMeta, QueueSeries, RequestFigures, StepSeries
 from bench.stats import robust
-from bench.stats.derive import GcRates, NetCost, QueueStat, net_of, queue_stats
+from bench.stats.derive import GcRates, NetCost, QueueStat, net_of, paired_difference, queue_stats
+from bench.stats.rounds import Rounds
 
 # A per-iteration cost "stops mattering" below 1% of a forward in this report's wording:
 # host-side scheduler wins of 1-2% of a step get merged, and a step is a fraction of a forward.
 MATERIAL_SHARE = 0.01
 REFERENCE = "control"  # the strategy whose call sites touch nothing: the harness's own cost
+# The statistic of the paired round differences a cost per iteration is given by. The mean is
+# the more efficient (prefill-dspark's baseline net cost reached +-21% with the mean of 16 rounds
+# where the median of the same rounds gave +-28%, one default run here), but one round in twelve
+# of another run came out at 449 us against 30-141 us for the others and took the mean's
+# interval to +-46%: the median, with further rounds bought cheaply (bench.adaptive).
+NET_STATISTIC = "median"
 REVIEW = ("dynattr", "cached")  # the review's suggestion: lazy attribute, looked up once
 
 
@@ -79,42 +86,56 @@ class Case:
 
 
 def step_round_values(
-    values: Mapping[str, Sequence[float]],
-    steps: Mapping[str, StepSeries],
-    steps_per_value: int,
-) -> dict[str, list[float]]:
-    """Every benchmark's values, with the step suite's per round recomputed without the
-    iterations during which the cyclic collector ran in any scheduler of the case.
+    rounds: Rounds, steps: Mapping[str, StepSeries], steps_per_value: int
+) -> Rounds:
+    """The step suite's values per round recomputed without the iterations during which the
+    cyclic collector ran in any scheduler of the case measured by the same worker process.
 
     All schedulers of a case share one process heap: a collection starts in whichever step
     crosses the allocation threshold, so its pause (up to ~13 ms over a ~0.7 ms step, measured
     in a quick run) lands in one strategy's round at random and swamps the difference being
     measured. The gc suite measures each strategy's collections in a heap of its own; the
     costs per iteration here are the collector-free part. Paired: an iteration is dropped from
-    every scheduler of the case, so value i of each still covers the same work. A round whose
-    every iteration ran a collection keeps its measured values; benchmarks without per-step
-    data (or of other kinds) are returned as they are."""
-    out = {name: list(v) for name, v in values.items()}
-    by_case: dict[CaseKey, list[str]] = {}
-    for name, vals in values.items():
-        series = steps.get(name)
+    every scheduler of the case in that worker, so value i of each still covers the same work.
+    A round whose every iteration ran a collection keeps its measured values; benchmarks
+    without per-step data (or of other kinds) keep theirs."""
+    # Each benchmark's per-step series is its workers' series one after another, in run order.
+    segments: dict[str, dict[int, tuple[list[int], list[int]]]] = {}
+    for name in rounds:
         bench = BenchName.parse(name)
-        if bench.kind == "step" and series and len(series.host_ns) == len(vals) * steps_per_value:
-            by_case.setdefault(bench.case, []).append(name)
-    for names in by_case.values():
-        rounds = len(values[names[0]])
-        if any(len(values[n]) != rounds for n in names):
-            continue  # not paired (a failed strategy): leave the case as measured
-        n_steps = rounds * steps_per_value
-        quiet = [not any(steps[n].gc[i] for n in names) for i in range(n_steps)]
-        for r in range(rounds):
-            kept = [i for i in range(r * steps_per_value, (r + 1) * steps_per_value) if quiet[i]]
-            if not kept:
-                continue
-            for n in names:
-                host = steps[n].host_ns
-                out[n][r] = sum(host[i] for i in kept) / len(kept) / 1e9
-    return out
+        series = steps.get(name)
+        runs = rounds.runs[name]
+        ids = rounds.worker_ids(name)
+        if bench.kind != "step" or not series or len(set(ids)) != len(ids):
+            continue
+        if len(series.host_ns) != sum(len(r) for r in runs) * steps_per_value:
+            continue
+        offset, mine = 0, {}
+        for worker, run in zip(ids, runs, strict=True):
+            n = len(run) * steps_per_value
+            mine[worker] = (series.host_ns[offset : offset + n], series.gc[offset : offset + n])
+            offset += n
+        segments[name] = mine
+    by_case: dict[tuple[CaseKey, int], list[str]] = {}
+    for name, mine in segments.items():
+        for worker in mine:
+            by_case.setdefault((BenchName.parse(name).case, worker), []).append(name)
+    new_runs = {name: [list(r) for r in rounds.runs[name]] for name in segments}
+    for (_case, worker), names in by_case.items():
+        lengths = {len(segments[n][worker][0]) for n in names}
+        if len(lengths) != 1:
+            continue  # not paired (a strategy failed in this worker): leave it as measured
+        n_steps = lengths.pop()
+        quiet = [not any(segments[n][worker][1][i] for n in names) for i in range(n_steps)]
+        for name in names:
+            host, _gc = segments[name][worker]
+            run = new_runs[name][rounds.worker_ids(name).index(worker)]
+            for r in range(len(run)):
+                window = range(r * steps_per_value, (r + 1) * steps_per_value)
+                kept = [host[i] for i in window if quiet[i]]
+                if kept:
+                    run[r] = sum(kept) / len(kept) / 1e9
+    return rounds.replaced(new_runs)
 
 
 def ordered_cases(keys: Iterable[CaseKey], order: Sequence[str]) -> list[CaseKey]:
@@ -128,18 +149,18 @@ def ordered_cases(keys: Iterable[CaseKey], order: Sequence[str]) -> list[CaseKey
 
 
 def build_cases(
-    values: Mapping[str, Sequence[float]],
+    rounds: Rounds,
     counts: Mapping[str, OpCounts],
     queues: Mapping[str, QueueSeries],
     metas: Mapping[str, CaseMeta],
     gc: Mapping[str, dict[str, GcRates]],
     order: Sequence[str],
 ) -> list[Case]:
-    """Every case of a run's step benchmarks: values by benchmark name, counted operations,
-    queue series by case key, the manifest's cases by key, GC rates by case key and strategy,
-    the configuration's scenario order."""
-    net = net_of(values, reference=REFERENCE, kind="step")
-    names = {n: BenchName.parse(n) for n in values}
+    """Every case of a run's step benchmarks: values per worker (collector-free), counted
+    operations, queue series by case key, the manifest's cases by key, GC rates by case key and
+    strategy, the configuration's scenario order."""
+    net = net_of(rounds, reference=REFERENCE, kind="step", statistic=NET_STATISTIC)
+    names = {n: BenchName.parse(n) for n in rounds}
     keys = ordered_cases((b.case for b in names.values() if b.kind == "step"), order)
     out = []
     for key in keys:
@@ -147,7 +168,7 @@ def build_cases(
         case_values = dict(meta.values) if meta else {}
         forward_s = float(case_values.get("forward_ms", 0.0)) / 1e3
         costs = []
-        for name in sorted(values):
+        for name in sorted(rounds):
             bench = names[name]
             if bench.kind != "step" or bench.case != key:
                 continue
@@ -156,7 +177,7 @@ def build_cases(
             costs.append(
                 Cost(
                     bench=bench,
-                    median_s=robust.median(values[name]),
+                    median_s=robust.median(rounds.flat(name)),
                     net=net.get(name),
                     forward_s=forward_s,
                     lookups=c.lookups / per if per and c else None,
@@ -180,15 +201,14 @@ def build_cases(
     return out
 
 
-def difference(values: Mapping[str, Sequence[float]], a: BenchName, b: BenchName) -> NetCost | None:
-    """a minus b per round (paired: the same scheduler steps, moments apart), in seconds:
-    median with a bootstrap CI; None without paired values."""
-    va, vb = values.get(str(a)), values.get(str(b))
-    if not va or not vb or len(va) != len(vb) or len(va) < 2:
+def difference(rounds: Rounds, a: BenchName, b: BenchName) -> NetCost | None:
+    """a minus b per round (paired: the same scheduler steps, moments apart, in the same worker
+    process), in seconds: NET_STATISTIC with a bootstrap CI over processes then rounds; None
+    without paired values."""
+    groups = rounds.groups(str(a), str(b))
+    if groups is None or sum(len(g) for g in groups[0]) < 2:
         return None
-    diffs = [x - y for x, y in zip(va, vb, strict=True)]
-    lo, hi = robust.bootstrap_median_ci(diffs)
-    return NetCost(median=robust.median(diffs), ci_low=lo, ci_high=hi, n=len(diffs))
+    return paired_difference(groups[0], groups[1], NET_STATISTIC)
 
 
 def negated(diff: NetCost) -> NetCost:

@@ -149,11 +149,12 @@ def scenario_section(run: RunData, all_cases: Sequence[Case]) -> Html | None:
         tag(
             "p",
             "Cost per scheduler iteration net of control (the same loop with call sites that touch "
-            "nothing: the harness's own cost), paired per round, median and bootstrap 95% CI, "
-            "without the iterations during which the cyclic collector ran (all schedulers of a "
-            "case share one heap, so a collection lands in one of them at random; the GC section "
-            "measures each strategy's collections in a heap of its own); as a share of the scenario's forward time; lookups and states created are counted exactly "
-            "over untimed iterations. Queues emerge from arrivals and residence times.",
+            "nothing: the harness's own cost), paired per round within each worker process, "
+            "median and bootstrap 95% CI. Collector pauses are not in it: all schedulers of a "
+            "case share one heap, so the young collections run between iterations, untimed, and "
+            "the GC section measures each strategy's collections in a heap of its own. As a "
+            "share of the scenario's forward time; lookups and states created are counted "
+            "exactly over untimed iterations. Queues emerge from arrivals and residence times.",
             class_="note",
         )
     ]

@@ -22,7 +22,7 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
     if not all_cases:
         return []
     out = [
-        "**Per scenario** (cost per iteration net of `control`, collector pauses excluded, median [95% CI]; share of the stated forward):",
+        "**Per scenario** (cost per iteration net of `control`, collections run between iterations, median [95% CI]; share of the stated forward):",
         "",
     ]
     rows = []

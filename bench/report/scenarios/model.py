@@ -27,7 +27,7 @@ def cases(run: RunData) -> list[Case]:
     if data is None:
         return []
     return build_cases(
-        data.net_values,
+        data.net_rounds,
         data.extras.counts,
         data.extras.queues,
         {m.key: m for m in run.manifest.cases},

@@ -12,6 +12,7 @@ from bench.report.load import RunData, SuiteData
 from bench.stats.derive import NetCost, net_of
 from bench.stats.scenarios import (
     MATERIAL_SHARE,
+    NET_STATISTIC,
     REFERENCE,
     REVIEW,
     Case,
@@ -42,7 +43,7 @@ def net_text(c: Cost) -> str:
 def _difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
     """a minus b per round (paired), in seconds."""
     data = run.suite("step")
-    return None if data is None else difference(data.net_values, a.bench, b.bench)
+    return None if data is None else difference(data.net_rounds, a.bench, b.bench)
 
 
 def interval_us(diff: NetCost) -> str:
@@ -225,10 +226,12 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
 
 def cost_lines(data: SuiteData) -> list[str]:
     """The terminal's per-scenario costs net of control (the step suite's extra lines)."""
-    net = net_of(data.net_values, reference=REFERENCE, kind="step")
+    net = net_of(data.net_rounds, reference=REFERENCE, kind="step", statistic=NET_STATISTIC)
     if not net:
         return []
-    lines = ["\n   cost per iteration net of control, collector pauses excluded   median [95% CI]"]
+    lines = [
+        "\n   cost per iteration net of control (collections between iterations)   median [95% CI]"
+    ]
     for name in sorted(net):
         c = net[name]
         lines.append(

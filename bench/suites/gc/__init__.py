@@ -19,9 +19,12 @@ and those of a bare request.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.config import RunConfig, SuiteOptions
+
+if TYPE_CHECKING:
+    from bench.core.scenarios import Scenario
 
 NAME = "gc"
 ORDER = 30
@@ -31,6 +34,7 @@ PAIRED = False  # one worker process per strategy: values of two strategies shar
 # the scenario: a noise family is the GC mode (the A/A twin strayed 25-32% on prefill cases and
 # 2% on decode ones in the same quick run).
 NOISE_KEYS = {"gc": ("gc",), "gc_full": ("gc",)}
+BUDGET_SHARE = 0.8  # its plan's share of the budget (fixed: not adaptive)
 SHARED = ("GC_PATTERN",)
 GC_PATTERN = (
     "per_field"  # the PR's access pattern (revisions: as written); GC does not depend on it
@@ -44,6 +48,8 @@ class Options(SuiteOptions):
         "background_objects": "background_objects",
         "memory_sample_requests": "memory_sample_requests",
     }
+    # Not in the quick set (a minute of its own here): --quick --suite gc runs it.
+    IN_QUICK: ClassVar[bool] = False
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
         "steps_per_value": 40,
@@ -62,9 +68,19 @@ class Options(SuiteOptions):
     # a GPU, where a forked child cannot use CUDA.
     fork_strategies: bool = True
     modes: tuple[str, ...] = ("enabled", "frozen")
+    # The run's scenarios this suite measures (none in common: all of them). By default the two
+    # DSpark headline cases, where requests hold the state: prefill-no-dspark creates none, and
+    # prefill-sharegpt's steps cost ~4x prefill-dspark's; add them with gc_scenarios.
+    scenarios: tuple[str, ...] = ("prefill-dspark", "decode-dspark")
     background_objects: int = 500_000
-    steps_per_value: int = 100
-    memory_sample_requests: int = 2_000
+    steps_per_value: int = 50
+    memory_sample_requests: int = 1_000
+
+    def gc_cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
+        """The run's cases whose scenario is in `scenarios` (all of them when none is)."""
+        cases = config.cases()
+        chosen = [c for c in cases if c[0].name in self.scenarios]
+        return chosen or cases
 
     def validate(self, config: RunConfig) -> None:
         super().validate(config)

@@ -158,7 +158,7 @@ def _measure_strategies(ctx: WorkerContext) -> SuiteOutput:
     if ctx.worker_index == 0:
         with phase(out, "gc:memory"):
             _memory(ctx, out)
-    cases = cfg.cases()
+    cases = cfg.suite(KIND).gc_cases(cfg)
     for s in ctx.strategies:
         if s.name in out.failures:
             continue

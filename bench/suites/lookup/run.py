@@ -20,7 +20,7 @@ from bench.measure.context import (
 from bench.measure.lookups import CacheEvictor, Population, build_populations, lookup_subject
 from bench.names import BenchName
 from bench.suites.lookup import KIND, OPS
-from bench.suites.spec import Job
+from bench.suites.spec import Job, with_values
 
 
 def _build(
@@ -121,4 +121,5 @@ def run(ctx: WorkerContext) -> SuiteOutput:
 
 
 def plan(config: RunConfig) -> list[Job]:
-    return [Job(w, config) for w in range(config.suite(KIND).workers)]
+    opts = config.suite(KIND)
+    return [Job(w, with_values(config, opts.values)) for w in range(opts.workers)]

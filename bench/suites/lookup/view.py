@@ -49,8 +49,8 @@ def terminal_rows(summaries: list[Summary]) -> list[Summary]:
 def _net(data: SuiteData) -> tuple[dict[str, Any], dict[str, Any]]:
     from bench.stats.derive import net_of, net_ratios
 
-    net = net_of(data.values, reference=REFERENCE, kind=KIND)
-    ratios = net_ratios(data.values, reference=REFERENCE, baseline=data.baseline, kind=KIND)
+    net = net_of(data.rounds, reference=REFERENCE, kind=KIND)
+    ratios = net_ratios(data.rounds, reference=REFERENCE, baseline=data.baseline, kind=KIND)
     return net, ratios
 
 

@@ -4,6 +4,7 @@ strategy and access pattern, stepped in interleaved rounds; the request class ti
 from __future__ import annotations
 
 from bench.config import RunConfig
+from bench.gcprobe import DEFERRED
 from bench.measure.context import SuiteOutput, WorkerContext, phase
 from bench.measure.steps import measure_cases, measure_requests
 from bench.names import CaseKey
@@ -27,6 +28,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         steps_per_value=opts.steps_per_value,
         keep_steps=True,
         count=ctx.worker_index == 0,  # counts are exact: one worker's are enough
+        gc_mode=DEFERRED,  # collections between iterations: the gc suite measures them
     )
     return out
 

@@ -24,7 +24,7 @@ def _pattern_ratios(data: SuiteData) -> dict[str, Any]:
     """per_field / cached for every strategy and case, keyed by the name without the pattern."""
     from bench.stats.derive import param_ratios
 
-    return param_ratios(data.values, kind=KIND, key="pattern", num="per_field", den="cached")
+    return param_ratios(data.rounds, kind=KIND, key="pattern", num="per_field", den="cached")
 
 
 def _who(label: str) -> str:
