@@ -13,6 +13,7 @@ from bench.measure.lookups import build_populations, lookup_subject
 from bench.names import BenchName
 from bench.selfcheck import SelfCheck
 from bench.stats.derive import net_of, net_ratios
+from bench.stats.rounds import rounds_of
 from bench.suites.lookup import REGIMES
 from strategies import resolve
 
@@ -115,9 +116,9 @@ def test_net_of_control_and_net_ratio_are_paired_per_round() -> None:
         pr652=[110.0, 120.0, 110.0],  # own cost 100 every round
         declared=[35.0, 45.0, 35.0],  # own cost 25 every round
     )
-    net = net_of(values, reference="control", kind="lookup")
+    net = net_of(rounds_of(values), reference="control", kind="lookup")
     assert net["lookup/declared/op=get_hit/live=100/regime=warm"].median == pytest.approx(25.0)
-    ratios = net_ratios(values, reference="control", baseline="pr652", kind="lookup")
+    ratios = net_ratios(rounds_of(values), reference="control", baseline="pr652", kind="lookup")
     r = ratios["lookup/declared/op=get_hit/live=100/regime=warm"]
     assert r.ratio == pytest.approx(0.25)
     assert r.significant
@@ -126,7 +127,7 @@ def test_net_of_control_and_net_ratio_are_paired_per_round() -> None:
 
 def test_net_ratio_is_left_out_when_the_baseline_costs_nothing() -> None:
     values = _values(control=[10.0, 10.0], pr652=[10.0, 9.0], declared=[30.0, 30.0])
-    assert net_ratios(values, reference="control", baseline="pr652", kind="lookup") == {}
+    assert net_ratios(rounds_of(values), reference="control", baseline="pr652", kind="lookup") == {}
 
 
 def test_selfcheck_agreement_and_round_trip() -> None:

@@ -84,6 +84,21 @@ def test_summary_markdown(run: Path) -> None:
     )  # only with --target
 
 
+def test_p99_headline_only_where_the_iterations_support_it(tmp_path: Path) -> None:
+    def headline(iterations: int) -> list[str]:
+        folder = write_run(tmp_path / str(iterations), step_iterations=iterations)
+        write_report(folder)
+        lines = (folder / "summary.md").read_text().splitlines()
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("| strategy |"))
+        return lines[start : start + 6]
+
+    assert "p99" not in headline(999)[0]  # fewer than 1000 iterations support no p99
+    many = headline(1000)
+    assert "p99 iteration prefill-dspark" in many[0]
+    declared = next(ln for ln in many if ln.startswith("| `declared`"))
+    assert declared.endswith("0.800\u00d7 \\[0.800, 0.800\\] **faster** |")  # 80 / 100 µs
+
+
 def test_report_html(run: Path) -> None:
     html = (run / "report.html").read_text()
     # the headline row of declared: its ratios and the verdict word, in the right cells

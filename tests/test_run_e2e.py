@@ -119,7 +119,9 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     run = load_run(run_dir)
     data = run.suites["step"]
     p = data.percentiles["step/weakkey/scenario=prefill-dspark/pattern=per_field"]
-    assert p.p50_ns <= p.p99_ns <= p.p999_ns <= p.max_ns
+    assert p.p50_ns <= p.max_ns
+    assert p.p99_ns is None  # 9 iterations: too few for a tail
+    assert p.p999_ns is None
     assert p.steps == 3 * 3
     summaries = data.by_name()
     declared = summaries["step/declared/scenario=prefill-dspark/pattern=per_field"]
