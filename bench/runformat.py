@@ -206,6 +206,10 @@ class Environment:
     device: str = "?"
     git_commit: str = "?"
     device_name: str | None = None
+    # What the requests were built from (RequestSource.label): a request model's name, or the
+    # installed sglang's Req with its version (then also `sglang`).
+    request_class: str = ""
+    sglang: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

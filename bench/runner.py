@@ -310,6 +310,12 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
     write_json(run_dir / MANIFEST, manifest.to_json())
 
 
+def _sglang_version() -> str | None:
+    from bench.core.sglang_req import sglang_version
+
+    return sglang_version()
+
+
 def start_run(
     config: RunConfig,
     run_dir: Path,
@@ -331,7 +337,11 @@ def start_run(
         created=wall_s(),
         command=command,
         config=config.flat(),
-        environment=Environment(**environment(device)),
+        environment=Environment(
+            **environment(device),
+            request_class=config.requests.label,
+            sglang=_sglang_version() if config.request_class == "sglang" else None,
+        ),
         strategies=strategy_metadata(strategies),
         targets=targets or {},
         cases=case_metadata(config),

@@ -4,7 +4,6 @@ request classes generated from them."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import json
 import sys
 from array import array
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.core import reqmodel
+from bench.core.sglang_req import importable
 from bench.core.workload import RequestSource, make_request_class
 from strategies import Strategy, resolve
 from tests.helpers import FIXTURES, run_cli
@@ -156,9 +156,10 @@ def test_request_source_labels_and_builds() -> None:
     assert len(vars(source.make(weakkey)("r", array("q"), 1))) == 157
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("sglang") is not None, reason="sglang is installed here"
-)
+_NOT_IMPORTABLE = importable()  # None where sglang's Req can be imported here
+
+
+@pytest.mark.skipif(_NOT_IMPORTABLE is None, reason="sglang is importable here")
 def test_sglang_class_without_sglang_is_one_line() -> None:
     from bench.core.sglang_req import SglangMissing
 
@@ -166,10 +167,7 @@ def test_sglang_class_without_sglang_is_one_line() -> None:
         RequestSource(real=True).make(None)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("sglang") is None,
-    reason="sglang is not installed (not a dependency); --request-class sglang needs it",
-)
+@pytest.mark.skipif(_NOT_IMPORTABLE is not None, reason=f"sglang not importable: {_NOT_IMPORTABLE}")
 def test_sglang_class_builds_real_requests(strategy: Strategy) -> None:  # pragma: no cover
     cls = RequestSource(real=True).make(strategy)
     req = cls("r", [1, 2, 3], 4)
@@ -208,6 +206,10 @@ def test_sglang_class_subclasses_an_importable_req(
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    # Regular packages (an __init__.py at every level), so the stub wins over an installed
+    # sglang: a namespace package would lose to it.
+    for package in ("sglang", "sglang/srt", "sglang/srt/managers", "sglang/srt/sampling"):
+        (tmp_path / package / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -215,6 +217,9 @@ def test_sglang_class_subclasses_an_importable_req(
         cls = RequestSource(real=True).make(strategy)
         req = cls("r", array("q", [1, 2, 3]), 4)
         assert type(req).__mro__[1].__name__ == "Req"
+        label = RequestSource(real=True).label  # what the manifest's environment records
+        assert label.startswith("sglang ")
+        assert label.endswith(" Req (installed)")
         assert req.sampling_params.max_new_tokens == 4
         assert list(req.origin_input_ids) == [1, 2, 3]
         for name in strategy.request_init_fields:

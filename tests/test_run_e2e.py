@@ -36,6 +36,8 @@ def test_manifest_records_a_complete_run(run_dir: Path) -> None:
     env = manifest["environment"]
     for key in ("python", "torch", "device", "cpu", "git_commit"):
         assert env[key]
+    assert env["request_class"] == manifest["config"]["request_model"]  # a model, not sglang
+    assert "sglang" not in env
     assert sorted(manifest["strategies"]) == sorted([*STRATEGIES, "hostile_x", "pr652.aa"])
     assert manifest["strategies"]["pr652.aa"]["twin_of"] == "pr652"
     assert manifest["config"]["aa_twins"] == 1

@@ -9,6 +9,7 @@ sglang is not a dependency of this project: where it cannot be imported, one lin
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 from strategies import Strategy
@@ -19,10 +20,16 @@ class SglangMissing(ImportError):
 
 
 def import_sglang() -> tuple[type, type]:
-    """(Req, SamplingParams) of the installed sglang; SglangMissing with the reason otherwise."""
+    """(Req, SamplingParams) of the installed sglang; SglangMissing with the reason otherwise.
+    sglang's own import-time warnings (a CPU machine without its GPU kernels gets several
+    UserWarnings, e.g. from its AWQ layer) are silenced here: they are not the harness's, and a
+    caller that turns warnings into errors (pytest's filterwarnings) must not read them as
+    "sglang missing"."""
     try:
-        from sglang.srt.managers.schedule_batch import Req
-        from sglang.srt.sampling.sampling_params import SamplingParams
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from sglang.srt.managers.schedule_batch import Req
+            from sglang.srt.sampling.sampling_params import SamplingParams
     except Exception as exc:  # any import failure: missing package, missing GPU-only deps
         raise SglangMissing(
             f"--request-class sglang: sglang cannot be imported here "
@@ -30,6 +37,30 @@ def import_sglang() -> tuple[type, type]:
             f"--request-model (python -m bench workload models)"
         ) from None
     return Req, SamplingParams
+
+
+def sglang_version() -> str | None:
+    """The installed sglang's version (its distribution metadata), or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("sglang")
+    except metadata.PackageNotFoundError:
+        try:  # a source tree on sys.path without metadata
+            import sglang
+
+            return str(getattr(sglang, "__version__", "unknown"))
+        except Exception:
+            return None
+
+
+def importable() -> str | None:
+    """None where --request-class sglang can build requests here, else why not (one line)."""
+    try:
+        import_sglang()
+    except SglangMissing as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
 
 
 def make_sglang_request_class(strategy: Strategy | None) -> type:

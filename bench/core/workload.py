@@ -362,7 +362,13 @@ class RequestSource:
 
     @property
     def label(self) -> str:
-        return "sglang (installed)" if self.real else self.model
+        """What the requests are built from: a request model's name, or the installed sglang's
+        Req with its version."""
+        if not self.real:
+            return self.model
+        from bench.core.sglang_req import sglang_version
+
+        return f"sglang {sglang_version() or '(version unknown)'} Req (installed)"
 
 
 assert not set(FIELD_DEFAULTS) & {name for name, _ in _ATTRS}, "field names clash with Req"

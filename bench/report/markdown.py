@@ -24,6 +24,7 @@ def env_line(run: RunData) -> str:
         f"device {device}",
         f"{env.cpu} ({env.cpu_count or '?'} CPUs)",
         f"commit {env.git_commit}",
+        f"requests {env.request_class or run.config.request_model}",
         f"scenarios {', '.join(run.config.scenarios)}",
         f"baseline {run.baseline}",
         f"run {run.status}",
