@@ -86,8 +86,8 @@ def test_import_req_bad_input(tmp_path: Path, name: str, needle: str) -> None:
 
 
 def test_shipped_models_match_workload_facts() -> None:
-    # WORKLOAD.md 'The real request class': 140 attributes at the fork head the PR targets,
-    # 157 in sglang 0.5.23; ~40 keyword parameters; 3 lists and no floats in the fork.
+    # Req.__init__ (schedule_batch.py): 140 attributes at the fork head the PR targets
+    # (bytedance-iaas/sglang c96e68b62b), 157 in sglang 0.5.23; ~40 keyword parameters; 3 lists and no floats in the fork.
     fork = reqmodel.load("fork-c96e68b62b")
     release = reqmodel.load("sglang-0.5.23")
     assert fork is not None
@@ -165,6 +165,28 @@ def test_sglang_class_without_sglang_is_one_line() -> None:
 
     with pytest.raises(SglangMissing, match="sglang cannot be imported here"):
         RequestSource(real=True).make(None)
+
+
+@pytest.mark.skipif(_NOT_IMPORTABLE is not None, reason=f"sglang not importable: {_NOT_IMPORTABLE}")
+def test_the_model_of_the_installed_release_matches_its_req() -> None:  # pragma: no cover
+    """Where sglang can be imported: the model of its release has the real class's attributes
+    in the real order, as many GC-tracked values, the same dict size, and nested objects
+    tracked as the real ones are (timings are reported by `workload compare-real`, not
+    asserted)."""
+    from bench.core.reqcompare import compare
+    from bench.core.sglang_req import sglang_version
+
+    model = f"sglang-{sglang_version()}"
+    if model not in reqmodel.available():
+        pytest.skip(f"no request model for the installed sglang ({model})")
+    result = compare(model, strategy_names=["pr652", "control"])
+    assert result.missing == ()
+    assert result.extra == ()
+    assert result.order_differs == ()
+    assert result.real.tracked == result.modelled.tracked
+    assert result.real.dict_bytes == result.modelled.dict_bytes
+    assert all(real == mine for _n, _rt, real, _mt, mine in result.nested), result.nested
+    assert set(result.real.get_hit_ns) == {"pr652"}
 
 
 @pytest.mark.skipif(_NOT_IMPORTABLE is not None, reason=f"sglang not importable: {_NOT_IMPORTABLE}")

@@ -26,8 +26,27 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare_real(args: argparse.Namespace) -> int:
+    from bench.core import reqcompare, reqmodel
+    from bench.core.sglang_req import SglangMissing
+
+    if reqmodel.load(args.model) is None:
+        raise UsageError(
+            f"--model {args.model}: no such table; see python -m bench workload models"
+        )
+    try:
+        result = reqcompare.compare(args.model)
+    except SglangMissing as exc:
+        raise UsageError(str(exc)) from None
+    print(result.markdown() if args.markdown else "\n".join(result.lines()), end="\n")
+    return 0
+
+
 def _cmd_workload(args: argparse.Namespace) -> int:
     from bench.core import reqmodel
+
+    if args.workload_command == "compare-real":
+        return _cmd_compare_real(args)
 
     if args.workload_command == "models":
         for name in reqmodel.available():
@@ -76,4 +95,12 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "--output", help="write the table here (default bench/data/request_models/NAME.json)"
     )
     work.add_parser("models", help="the request models this harness ships")
+    p_cmp = work.add_parser(
+        "compare-real",
+        help="a request model against the installed sglang's Req (needs sglang importable)",
+    )
+    p_cmp.add_argument(
+        "--model", type=model_name, default="sglang-0.5.23", help="the table (sglang-0.5.23)"
+    )
+    p_cmp.add_argument("--markdown", action="store_true", help="a markdown table (docs/LOOKUP.md)")
     p_work.set_defaults(func=_cmd_workload)

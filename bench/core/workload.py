@@ -22,12 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.core import reqmodel
+from bench.core import holders, reqmodel
 from bench.core.reqmodel import DEFAULT_MODEL, SYNTHETIC, RequestModel
 from strategies import Strategy
 from strategies._contract import FIELD_DEFAULTS
 
-# Attributes the `synthetic` request model carries: the middle of WORKLOAD.md's 135-145.
+# Attributes the `synthetic` request model carries: Req.__init__ sets 140 at bytedance-iaas/sglang
+# c96e68b62b (schedule_batch.py; `python -m bench import-req` counts them).
 DEFAULT_REQUEST_ATTRS = 140
 
 
@@ -271,22 +272,31 @@ _KIND_EXPR = {
 _SCALAR_DEFAULT = {"int": "0", "float": "0.0", "bool": "False", "str": "''"}
 
 
-def _model_lines(model: RequestModel) -> tuple[list[str], str]:
+def _model_lines(model: RequestModel) -> tuple[list[str], str, dict[str, Any]]:
     """__init__ with the real keyword parameters (defaults bound on every call, as in the real
-    constructor) and one assignment per attribute, in the real order."""
+    constructor) and one assignment per attribute, in the real order; nested objects built as
+    the real class builds them where bench.core.holders knows their shape. Also the names the
+    code needs."""
     params = [p for p in model.params if p.name not in ("rid", "input_ids", "max_new_tokens")]
     signature = ", ".join(f"{p.name}={p.default!r}" for p in params)
     head = "def __init__(self, rid, input_ids, max_new_tokens" + (
         f", *, {signature}" if signature else ""
     )
     lines = [head + "):"]
-    for a in model.attrs:
-        if a.kind in _SCALAR_DEFAULT:
+    known = holders.holders_of(model.name)
+    namespace: dict[str, Any] = {}
+    for i, a in enumerate(model.attrs):
+        call = "SamplingParams" if a.kind == "sampling" else holders.call_name(a.source)
+        holder = known.get(call) if a.kind in ("object", "sampling") else None
+        if holder is not None:
+            namespace[f"_holder_{i}"] = holders.stand_in(model.name, call, holder)
+            expr = f"_holder_{i}(max_new_tokens=max_new_tokens)"
+        elif a.kind in _SCALAR_DEFAULT:
             expr = repr(a.value) if a.value is not None else _SCALAR_DEFAULT[a.kind]
         else:
             expr = _KIND_EXPR.get(a.kind, "None")
         lines.append(f"    self.{a.name} = {expr}")
-    return lines, model.name
+    return lines, model.name, namespace
 
 
 def request_attr_names(
@@ -310,7 +320,11 @@ def make_request_class(
     init_fields: Mapping[str, object] = strategy.request_init_fields if strategy else {}
     class_fields: Mapping[str, object] = strategy.request_class_fields if strategy else {}
     loaded = reqmodel.load(model)
-    lines, label = _synthetic_lines(n_attrs) if loaded is None else _model_lines(loaded)
+    if loaded is None:
+        lines, label = _synthetic_lines(n_attrs)
+        holder_names: dict[str, Any] = {}
+    else:
+        lines, label, holder_names = _model_lines(loaded)
     base_names = request_attr_names(model, n_attrs)
     clash = base_names & (set(init_fields) | set(class_fields))
     if clash:
@@ -320,6 +334,7 @@ def make_request_class(
         "SmallObject": SmallObject,
         "array": array,
         "_make_tensor": _make_tensor,
+        **holder_names,
     }
     for i, (name, value) in enumerate(init_fields.items()):
         if value is None or isinstance(value, (bool, int, float, str)):
