@@ -18,6 +18,9 @@ BENCH_ARGS  ?=
 RUN         ?=
 BASE        ?=
 MODE        ?=
+# Test processes for the tests not marked slow (pytest-xdist; auto = one per core). The slow
+# ones (measured runs, gates under callgrind or the wall clock) run one at a time.
+TEST_WORKERS ?= auto
 
 .PHONY: setup test test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
 
@@ -59,13 +62,14 @@ test: $(STAMP)
 	"$(PY)" -m ruff check .
 	"$(PY)" -m ruff format --check .
 	"$(PY)" -m mypy
-	"$(PY)" -m pytest -q
+	"$(PY)" -m pytest -q -m "not slow" -n $(TEST_WORKERS)
+	"$(PY)" -m pytest -q -m slow
 
 # The inner loop: everything but the tests marked slow (gates, measured runs, history,
 # reliability under signals); make test runs them all.
 test-fast: $(STAMP)
 	"$(PY)" -m ruff check .
-	"$(PY)" -m pytest -q -m "not slow"
+	"$(PY)" -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	"$(PY)" -m ruff check .

@@ -136,9 +136,11 @@ def _verdict(proc: subprocess.CompletedProcess[str], out: Path, mode: str) -> di
 
 
 MODES = ["wall", pytest.param("instructions", marks=needs_valgrind)]
+# Adding and removing a configuration key reach both modes through the same base-config code
+# (bench/gate/history.py): instruction mode (~30 s each under callgrind) runs on the rename.
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ["wall"])
 def test_candidate_adds_a_configuration_key(history: dict, mode: str, tmp_path: Path) -> None:
     repo = history["repo"]
     _checkout(repo, history["c1"])
@@ -147,7 +149,7 @@ def test_candidate_adds_a_configuration_key(history: dict, mode: str, tmp_path: 
         assert any("history_knob" in n for n in result["meta"]["base_notes"])
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ["wall"])
 def test_candidate_removes_a_configuration_key(history: dict, mode: str, tmp_path: Path) -> None:
     repo = history["repo"]
     _checkout(repo, history["c2"])
