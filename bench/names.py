@@ -5,8 +5,7 @@ A benchmark name reads `<kind>/<strategy>[/<key>=<value>...]`, for example
     lookup/weakkey/op=get_hit/live=10000
     step/declared/pattern=cached
 
-`kind` is what DESIGN.md calls the scenario of a benchmark (lookup, step, gc, gc_full, memory,
-scaling); the parameters are ordered and open-ended, so a new dimension is one more `key=value`
+`kind` says what a benchmark measures (lookup, step, gc, gc_full, memory, scaling); the parameters are ordered and open-ended, so a new dimension is one more `key=value`
 and every reader that selects by key keeps working. `str()` gives the string stored in pyperf
 files; `BenchName.parse()` reads one back and refuses anything else with one line.
 

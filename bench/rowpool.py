@@ -1,4 +1,5 @@
-"""The PD-hidden row pool: one device tensor and a Python interval allocator (WORKLOAD.md).
+"""The PD-hidden row pool: one device tensor and a Python interval allocator, as SGLang's
+PDHiddenRowPool (python/sglang/srt/disaggregation/utils.py:245 at bytedance-iaas/sglang c96e68b62b).
 
 The allocator and the index lists stay in Python on purpose: that is where the scheduler's CPU
 cost lives in the real code. Rows are handed out as `list(range(...))` like the original.
@@ -22,8 +23,9 @@ __all__ = [
     "is_contiguous",
 ]
 
-# Production shape on a GPU: 3 capture layers x a DeepSeek-class hidden size of 7168, bf16,
-# pool rows = max(chunked_prefill_size, 16384).
+# Production shape on a GPU: 3 capture layers x a DeepSeek-class hidden size of 7168 (hidden
+# width = layers x model hidden size, dspark_disaggregation.py:104 at c96e68b62b), bf16; pool rows
+# default to max(max_prefill_buffer_tokens, max_prefill_tokens = 16384) (same file, 105-118).
 GPU_HIDDEN_WIDTH = 3 * 7168
 GPU_DTYPE = torch.bfloat16
 DEFAULT_POOL_ROWS = 16384

@@ -196,7 +196,7 @@ def _check_strategies_and_device(config: RunConfig) -> None:
         for scenario, _extra in config.all_cases():
             shape = default_shape(
                 device,
-                chunked_prefill_size=scenario.chunked_prefill_size,
+                chunked_prefill_size=scenario.chunk_tokens,
                 pool_rows=scenario.pool_rows,
             )
             check_fits(shape, device)

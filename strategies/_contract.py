@@ -1,6 +1,7 @@
 """The contract every storage strategy fulfils, and the pieces strategies share.
 
-A strategy is a module. It stores the ten PD-hidden fields of WORKLOAD.md for a request and
+A strategy is a module. It stores the ten PD-hidden fields of the PR (hidden_state.py at
+bytedance-iaas/sglang 32990a0560) for a request and
 exposes the same small surface, so that every difference the harness measures is a difference
 of storage, not of behaviour:
 
@@ -48,7 +49,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-# The ten fields and their defaults (WORKLOAD.md, "Why the state exists"). List-valued fields
+# The ten fields and their defaults (PDHiddenReqState, python/sglang/srt/disaggregation/
+# hidden_state.py at bytedance-iaas/sglang 32990a0560). List-valued fields
 # default to None: the real code assigns fresh lists at bootstrap, never shares a default.
 FIELD_DEFAULTS: Mapping[str, object] = MappingProxyType(
     {

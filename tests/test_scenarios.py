@@ -39,7 +39,7 @@ def test_scenarios_command_lists_every_preset() -> None:
     explained = run_cli("scenarios", "--explain", "decode-dspark")
     assert explained.returncode == 0
     assert "forward_ms" in explained.stdout
-    assert "WORKLOAD.md 'Forward times'" in explained.stdout
+    assert "lmsys.org blog 2025-05-05" in explained.stdout  # forward_ms's published source
     bad = run_cli("scenarios", "--explain", "nope")
     assert bad.returncode == 2
     assert "unknown scenario 'nope'" in bad.stderr

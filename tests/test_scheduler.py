@@ -12,6 +12,7 @@ import torch
 
 from bench.core.callsites import PATTERNS
 from bench.core.hostpool import HostPool, host_hidden
+from bench.core.scenario_docs import CALIBRATION
 from bench.core.scenarios import PRESETS, Scenario, get
 from bench.core.scheduler import DecodeLoop, PrefillLoop, make_scheduler, warmup_steps
 from bench.rowpool import PoolShape, RowPool
@@ -31,7 +32,7 @@ def host(scenario: Scenario, strategy: Strategy, **kwargs: object):  # type: ign
         strategy,
         scenario,
         HostPool(scenario.pool_rows),
-        hidden=host_hidden(scenario.chunked_prefill_size),
+        hidden=host_hidden(scenario.chunk_tokens),
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -69,7 +70,8 @@ def test_the_device_pool_is_written(strategy: Strategy) -> None:
 
 
 def test_prefill_dspark_queues_stay_small() -> None:
-    """The real loop keeps a request inflight 1-2 iterations (WORKLOAD.md 'Scenarios')."""
+    """A request stays inflight one iteration (PR #7236's ~60 ms transfer is shorter than a
+    forward): about the requests finished per iteration."""
     scenario = get("prefill-dspark")
     sched = host(scenario, load_builtin("pr652"), seed=5)
     sched.run(warmup_steps(scenario))
@@ -84,8 +86,34 @@ def test_sharegpt_fills_a_chunk_with_dozens() -> None:
     scenario = get("prefill-sharegpt")
     sched = host(scenario, load_builtin("control"), seed=5)
     sched.run(warmup_steps(scenario))
-    assert 25 <= queue_means(sched, 100)["prefill_batch"] <= 45  # WORKLOAD.md: ~36 per chunk
+    assert 25 <= queue_means(sched, 100)["prefill_batch"] <= 45  # #2805: ~224 tokens, ~36 per 8k
     sched.close()
+
+
+@pytest.mark.parametrize("preset", sorted({row[0] for row in CALIBRATION}))
+def test_queues_match_the_published_figures(preset: str) -> None:
+    """docs/SCENARIOS.md's calibration table is what the loop gives (500 iterations after
+    warm-up, seed 5, pr652), and those figures lie in the published ranges."""
+    scenario = get(preset)
+    sched = host(scenario, load_builtin("pr652"), seed=5)
+    sched.run(warmup_steps(scenario))
+    samples = []
+    for _ in range(500):
+        sched.step()
+        samples.append(sched.queue_sample())
+        sched.worker_tick()
+    sched.close()
+    for name, queue, mean, p99, _published in CALIBRATION:
+        if name != preset:
+            continue
+        values = sorted(s[queue] for s in samples)
+        assert f"{statistics.mean(values):.2f}".rstrip("0").rstrip(".") == mean, queue
+        assert str(values[int(0.99 * (len(values) - 1))]) == p99, queue
+    if preset == "prefill-dspark-dp8":  # #11648, per DP rank
+        assert max(s["inflight"] for s in samples) <= 5  # #transferring-req 1-5
+        assert max(s["waiting"] for s in samples) <= 7  # #queue-req 0-7
+        assert max(s["bootstrap"] for s in samples) == 0  # #unbootstrapped-req 0
+        assert all(s["prefill_tokens"] <= 1024 for s in samples)  # 8,192 // dp_size 8
 
 
 def test_transfer_stall_reaches_the_published_queue_lengths() -> None:

@@ -17,7 +17,7 @@ from strategies import Strategy, resolve
 def test_request_has_realistic_attribute_count(strategy: Strategy) -> None:
     cls = make_request_class(strategy)  # the default model: the fork head the PR targets
     req = cls("r", array("q", (1, 2)), 3)
-    assert len(vars(req)) == 140 + len(strategy.request_init_fields)  # WORKLOAD.md
+    assert len(vars(req)) == 140 + len(strategy.request_init_fields)  # Req at c96e68b62b
     for name, default in strategy.request_class_fields.items():
         assert getattr(cls, name) == default
 

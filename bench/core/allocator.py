@@ -1,7 +1,8 @@
 """The row pool's free list: sorted disjoint intervals under a lock, in plain Python.
 
-Pure Python on purpose (no torch): it is the CPU cost WORKLOAD.md says lives in the real
-allocator, and the instruction-count gate runs it under callgrind, where importing torch
+Pure Python on purpose (no torch): it mirrors the real pool's free list (PDHiddenRowPool,
+python/sglang/srt/disaggregation/utils.py:245-300 at bytedance-iaas/sglang c96e68b62b: sorted
+(start, end) intervals under a threading.Lock), where the real allocator's CPU cost lives, and the instruction-count gate runs it under callgrind, where importing torch
 alone costs a minute.
 """
 

@@ -28,9 +28,11 @@ from bench.core.scenarios import Scenario
 SHAREGPT_MEAN_TOKENS = {"prompts": 224, "outputs": 198}
 SHAREGPT_SIGMA = 1.0  # assumption: the published figures are means only
 SHAREGPT_CLIP = (2, 2048)
-# DeepSeek-class hidden size (WORKLOAD.md 'The GPU row pool': 3 x 7168).
+# DeepSeek-class hidden size: DeepSeek-V3's config.json hidden_size 7168; a row is capture layers
+# x hidden size (dspark_disaggregation.py:104 at bytedance-iaas/sglang c96e68b62b).
 HIDDEN_SIZE = 7168
-# Capture layers: WORKLOAD.md 'Why the state exists' (e.g. [40, 41, 42]).
+# Capture layers: consecutive ids from here (an assumption; the draft config lists them,
+# python/sglang/srt/speculative/dflash_utils.py:407-430 at c96e68b62b).
 FIRST_CAPTURE_LAYER = 40
 
 
@@ -106,7 +108,8 @@ def request_stream(
     distinct prefixes, as request ids are unique in a real server (rid_dict keys by them)."""
     rng = random.Random(seed)
     # A request's token ids are an array('q') of its prompt's length, as in SGLang's Req
-    # (WORKLOAD.md 'The real request class'): slices of one seeded pool, so a request costs a
+    # (origin_input_ids, python/sglang/srt/managers/schedule_batch.py at c96e68b62b): slices of
+    # one seeded pool, so a request costs a
     # copy, not prompt_len random draws.
     longest = max_length(scenario.prompts)
     token_pool = array("q", (rng.randrange(32000) for _ in range(2 * longest)))

@@ -77,7 +77,7 @@ def count_ops(
         HostPool(scenario.pool_rows),
         pattern=pattern,
         seed=seed,
-        hidden=host_hidden(scenario.chunked_prefill_size),
+        hidden=host_hidden(scenario.chunk_tokens),
         requests=requests,
     )
     sched.run(warmup_steps(scenario))

@@ -69,10 +69,23 @@ LOOKUPS_BY_PATH: tuple[tuple[str, str, str, int, int], ...] = (
 )
 
 
+# Queue figures of presets checked against published ones (mean, p99 measured by
+# tests/test_scheduler.py::test_queues_match_the_published_figures, which keeps these equal).
+CALIBRATION: tuple[tuple[str, str, str, str, str], ...] = (
+    ("prefill-dspark-dp8", "inflight", "0.46", "2", "#11648: #transferring-req 1-5"),
+    ("prefill-dspark-dp8", "waiting", "0", "0", "#11648: #queue-req 0-7"),
+    ("prefill-dspark-dp8", "bootstrap", "0", "0", "#11648: #unbootstrapped-req 0"),
+    ("stress-transfer-stall", "inflight", "150", "150", "#5450: ~150 per rank"),
+    ("stress-transfer-stall", "bootstrap", "340", "340", "#5450: ~340 per rank"),
+)
+
+
 def _short(s: Scenario) -> str:
     if s.loop == "prefill":
         shape = (
-            f"PD {s.pd_fraction:g}, {s.prompts} prompts, chunk {s.chunked_prefill_size}, "
+            f"PD {s.pd_fraction:g}, {s.prompts} prompts, chunk {s.chunk_tokens}"
+            + (f" ({s.chunked_prefill_size} / dp {s.dp_size})" if s.dp_size > 1 else "")
+            + ", "
             f"residence {s.inflight_residence}, bootstrap wait {s.bootstrap_wait}"
         )
     elif s.loop == "decode":
@@ -80,7 +93,7 @@ def _short(s: Scenario) -> str:
             f"B = {s.decode_batch}, {s.scans_per_forward} scan(s) per forward, {s.outputs} outputs"
         )
     else:
-        shape = f"B = {s.decode_batch} + {s.chunked_prefill_size}-token prefill chunks, {s.prompts}"
+        shape = f"B = {s.decode_batch} + {s.chunk_tokens}-token prefill chunks, {s.prompts}"
     return f"{shape}; forward {s.forward_ms:g} ms"
 
 
@@ -124,8 +137,9 @@ def markdown() -> str:
         "(`python -m bench run --sweep KEY=V1,V2,...`).",
         "",
         "Evidence is bytedance-iaas/sglang at c96e68b62b (the head of the branch the PR landed",
-        "on): prefill.py and decode.py are in python/sglang/srt/disaggregation/. WORKLOAD.md is",
-        "the project brief's workload file.",
+        "on): prefill.py and decode.py are in python/sglang/srt/disaggregation/. Issue and PR",
+        "numbers (#N) are sgl-project/sglang's; arithmetic on published figures says",
+        '"inferred".',
         "",
         "## Presets",
         "",
@@ -150,7 +164,8 @@ def markdown() -> str:
         "  (`bootstrap_wait`) and whose decode receive window fits (`decode_pool_rows`; decode.py:1232,",
         "  1254); a PD request in whole-range mode allocates its hidden rows here and is aborted when",
         "  that fails (prefill.py:562-577); send the chunked request's previous chunk",
-        "  (prefill.py:1813); form a batch of `chunked_prefill_size` tokens while the prefill KV fits",
+        "  (prefill.py:1813); form a batch of `chunked_prefill_size // dp_size` tokens (SGLang",
+        "  divides the chunk by dp_size under DP attention, server_args.py:5643) while the prefill KV fits",
         "  (`kv_capacity_tokens`); forward: the capture-layer scan (forward_batch_info.py:660) and",
         "  the hidden rows copied into the row pool; batch result: `_write_pd_hidden_rows_for_batch`",
         "  over all batch requests, finished prefills into the inflight queue with",
@@ -162,20 +177,21 @@ def markdown() -> str:
         "- **decode** (decode node): admit to keep the running batch at `decode_batch`; every",
         "  forward runs `scans_per_forward` capture-layer scans over all B requests; no decode",
         "  request ever has capture layers (decode.py keeps its own state), so every scan visits all",
-        "  B, and the get variant creates a state for each request on its first forward; one output",
-        "  token is appended to each request's `array('q')`; finished requests are released.",
+        "  B, and the get variant creates a state for each request on its first forward;",
+        "  `accepted_tokens_per_verify` output tokens are appended to each request's `array('q')`",
+        "  per forward; finished requests are released.",
         "- **colocated**: a decode batch with a chunk of prefill mixed into the same forward; the",
         "  scan covers both; no hidden transfer.",
         "",
         "Arrivals: `fill` keeps just enough prompt tokens queued to fill every batch (a saturated",
-        "server; prefill: `chunked_prefill_size x (bootstrap_wait + 1)` tokens in the bootstrap and",
+        "server; prefill: `chunk x (bootstrap_wait + 1)` tokens in the bootstrap and",
         "waiting queues; decode: every finished request replaced at once); a number is a Poisson",
         "rate in requests per iteration.",
         "",
         "Lengths: `random-Nk` is sglang bench_serving's random dataset, uniform integers in",
         "`[max(prompt_range_ratio x N, 1), N]` (range ratio 0.0 by default, so the mean is about",
-        'N/2; with a range ratio of 1.0 every prompt is N tokens, which is what "~2 random-4k prompts',
-        'per 8k chunk" in WORKLOAD.md assumes); `sharegpt` is log-normal with the published means',
+        "N/2; with a range ratio of 1.0 every prompt is N tokens, about 2 random-4k prompts per 8k",
+        "chunk); `sharegpt` is log-normal with the published means",
         f"({SHAREGPT_MEAN_TOKENS['prompts']} in, {SHAREGPT_MEAN_TOKENS['outputs']} out; sgl-project/sglang#2805), sigma {SHAREGPT_SIGMA:g} (an",
         f"assumption), clipped to {list(SHAREGPT_CLIP)}.",
         "",
@@ -207,7 +223,7 @@ def markdown() -> str:
         mean_in = mean_length(s.prompts, range_ratio=s.prompt_range_ratio, role="prompts")
         out += [
             "",
-            f"Mean prompt {mean_in:,.0f} tokens: about {s.chunked_prefill_size / mean_in:,.1f} requests per prefill chunk.",
+            f"Mean prompt {mean_in:,.0f} tokens: about {s.chunk_tokens / mean_in:,.1f} requests per prefill chunk.",
             "",
         ]
     out += [
@@ -229,18 +245,55 @@ def markdown() -> str:
         "  prefill pool; it caps PD requests in flight at about pool / hidden_len;",
         "  `--sweep decode_pool_rows=16384,65536,262144`.",
         "- ShareGPT's length spread (sigma 1.0): only the means are published.",
-        "- `batch_objects_per_request` 2: the real scheduler's per-iteration batch objects (batch",
-        "  building, streamed outputs) are not counted anywhere published. They are what makes",
+        "- `batch_objects_per_request` 2: objects a batch request's round leaves alive until its",
+        "  next round, estimated from the code (a new `Range`, schedule_batch.py:1154, and a new",
+        "  `prefix_indices` tensor from match_prefix, schedule_batch.py:1245-1252): a lower bound,",
+        "  since per-batch lists and tensors' Python wrappers are not counted. They are what makes",
         "  the collector run in a steady state (allocations minus deallocations must pass the",
         "  young-generation threshold of 700 within an iteration), so natural collections per",
-        "  1,000 iterations depend on it: `--sweep batch_objects_per_request=0,2,8`. Production",
+        "  1,000 iterations depend on it: `--sweep batch_objects_per_request=0,2,8,32`. Production",
         "  reports gen-2 pauses of 100-350 ms every few decode steps at ~1,500 live requests",
-        "  (WORKLOAD.md 'Garbage collection in production'), far more than any default here",
-        "  produces: read the GC columns as a lower bound.",
+        "  (#36366) and full collections of ~400-430 ms over ~1.1M gen-2 objects (#30693), far",
+        "  more than any default here produces: read the GC columns as a lower bound.",
+        "- `accepted_tokens_per_verify` 1: DSpark accepts several draft tokens per verify, so a",
+        "  decode request finishes in fewer forwards and more requests are admitted and released",
+        "  per iteration than one token per forward implies; no acceptance length is published for",
+        "  this deployment: `--sweep accepted_tokens_per_verify=1,2,4` on decode-dspark.",
+        "- decode-dspark's 90 ms forward is a step time derived from throughput, an upper bound on",
+        "  the forward (it includes exposed host time): its shares of a forward are lower bounds.",
+        "- `kv_capacity_tokens` 500,000 and `ack_delay` 1: assumptions (no published figure);",
+        "  the first only binds when inflight requests pile up (stress presets).",
         "- `stress-decode-max` reuses decode-dspark's 90 ms forward: a real 4,096-request forward",
         "  is slower, so its share of a forward is an upper bound.",
         "- `stress-transfer-stall`'s waits are set so the queues reach the published per-rank",
         "  lengths (#5450: ~340 bootstrapping, ~150 inflight) at ~2 requests per 8k chunk.",
+        "",
+        "## Queue calibration",
+        "",
+        "Queue lengths emerge from the loop; these are the presets checked against published",
+        "queue figures (tests/test_scheduler.py runs each and asserts the check). Means and p99",
+        "over 500 iterations after warm-up, seed 5, pr652 per_field:",
+        "",
+        "| preset | queue | mean | p99 | published |",
+        "|---|---|---:|---:|---|",
+        *[f"| `{n}` | {q} | {m} | {p99} | {pub} |" for n, q, m, p99, pub in CALIBRATION],
+        "",
+        "prefill-dspark-dp8 sits at the low end of #11648's range: its transfers succeed at the",
+        "first poll after the forward (residence 1, from PR #7236's ~60 ms transfer), and about",
+        "half a random-4k request finishes per 1,024-token chunk. One scheduler with the whole",
+        "8,192-token chunk (prefill-dspark) is a heavier regime than those per-rank logs: about",
+        "4 requests finish per iteration, so about 4 are inflight.",
+        "",
+        "## Not modelled",
+        "",
+        "- The early send of a prefill-side cached prefix (`maybe_send_cached_prefix_chunk`,",
+        "  prefill.py:1829-1852, on by default: SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX,",
+        "  python/sglang/srt/environ.py:381): the model has no prefill-side prefix cache, and the",
+        "  random datasets would not hit one. With shared-prefix traffic each hit adds one",
+        "  `send_kv_chunk` (8-12 lookups per_field) for that request.",
+        "- The overlap event loop (event_loop_overlap_disagg_prefill): the model follows the",
+        "  non-overlap loop, whose last batch is the only reference a released request keeps.",
+        "- Pipeline parallelism's extra lookups in the bootstrap queue (1-2 per queued request).",
         "",
     ]
     return "\n".join(out)

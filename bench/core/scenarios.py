@@ -3,8 +3,8 @@
 A Scenario is the full parameter set of one synthetic scheduler (which loop, what arrives, how
 long requests wait and reside, how large batches are, how long a forward takes). Queue lengths
 are not parameters: they emerge from arrivals x residence times under the caps. Each preset
-value carries its source (WORKLOAD.md section, SGLang file:line at a named commit, a published
-log or issue), or says that it is an assumption; `python -m bench scenarios --markdown` writes
+value carries its primary source (SGLang file:line at a named commit, a GitHub issue or PR of
+sgl-project/sglang, a published page), or says that it is an assumption; `python -m bench scenarios --markdown` writes
 docs/SCENARIOS.md from this module, and a test keeps the two equal.
 
 Evidence at bytedance-iaas/sglang c96e68b62b (the PR's branch head): prefill.py is
@@ -87,7 +87,16 @@ PARAMS: dict[str, Param] = {
     "hidden_transfer": Param(bool, "the server carries the PD_HIDDEN state type (DSpark)"),
     "streaming": Param(bool, "hidden rows allocated per chunk and freed on the decode ACK"),
     "capture_layers": Param(int, "target layers whose hidden rows are captured", lo=1, hi=64),
-    "chunked_prefill_size": Param(int, "prefill tokens per batch", lo=16, hi=1 << 20),
+    "chunked_prefill_size": Param(
+        int, "prefill tokens per batch (the server argument, before DP division)", lo=16, hi=1 << 20
+    ),
+    "dp_size": Param(
+        int,
+        "data-parallel attention ranks: each rank's scheduler prefills chunked_prefill_size // "
+        "dp_size tokens per batch",
+        lo=1,
+        hi=64,
+    ),
     "pool_rows": Param(int, "prefill hidden row pool rows", lo=16, hi=1 << 22),
     "decode_pool_rows": Param(
         int, "decode receive rows (caps PD requests in flight)", lo=16, hi=1 << 22
@@ -106,6 +115,13 @@ PARAMS: dict[str, Param] = {
         int, "iterations until a streamed chunk's rows are ACKed and freed", lo=0, hi=1000
     ),
     "decode_batch": Param(int, "running decode batch B", lo=1, hi=MAX_DECODE_BATCH),
+    "accepted_tokens_per_verify": Param(
+        int,
+        "tokens each decode request gains per forward (speculative decoding accepts several "
+        "per verify): the request churn per iteration",
+        lo=1,
+        hi=16,
+    ),
     "max_running_requests": Param(
         int, "scheduler cap on running requests", lo=1, hi=MAX_DECODE_BATCH
     ),
@@ -141,6 +157,7 @@ class Scenario:
     streaming: bool
     capture_layers: int
     chunked_prefill_size: int
+    dp_size: int
     pool_rows: int
     decode_pool_rows: int
     kv_capacity_tokens: int
@@ -149,6 +166,7 @@ class Scenario:
     inflight_residence: int
     ack_delay: int
     decode_batch: int
+    accepted_tokens_per_verify: int
     max_running_requests: int
     scans_per_forward: int
     capture: str
@@ -174,6 +192,12 @@ class Scenario:
         out.check_runnable()
         return out
 
+    @property
+    def chunk_tokens(self) -> int:
+        """Tokens one scheduler prefills per batch: SGLang divides chunked_prefill_size by
+        dp_size under DP attention (python/sglang/srt/server_args.py:5643 at c96e68b62b)."""
+        return max(1, self.chunked_prefill_size // self.dp_size)
+
     def check_runnable(self) -> None:
         """Refuse combinations that cannot run (ValueError, one line)."""
         if self.decode_batch > self.max_running_requests and self.loop != "prefill":
@@ -181,15 +205,15 @@ class Scenario:
                 f"{self.name}: decode_batch {self.decode_batch} exceeds max_running_requests "
                 f"{self.max_running_requests}; raise it with --set max_running_requests=N"
             )
-        if self.pool_rows < self.chunked_prefill_size and self.streaming and self.pd_fraction:
+        if self.pool_rows < self.chunk_tokens and self.streaming and self.pd_fraction:
             raise ValueError(
                 f"{self.name}: pool_rows {self.pool_rows} is smaller than one chunk "
-                f"({self.chunked_prefill_size}); every streamed chunk would abort"
+                f"({self.chunk_tokens}); every streamed chunk would abort"
             )
-        if self.kv_capacity_tokens < self.chunked_prefill_size and self.loop == "prefill":
+        if self.kv_capacity_tokens < self.chunk_tokens and self.loop == "prefill":
             raise ValueError(
                 f"{self.name}: kv_capacity_tokens {self.kv_capacity_tokens} is below one chunk "
-                f"({self.chunked_prefill_size}); no request could ever be prefilled"
+                f"({self.chunk_tokens}); no request could ever be prefilled"
             )
 
     @property
@@ -198,18 +222,70 @@ class Scenario:
 
 
 # -- sources ------------------------------------------------------------------------------------
+# SGLang files are at bytedance-iaas/sglang c96e68b62b (the PR's branch head) unless a line says
+# otherwise; issue and PR numbers are sgl-project/sglang's; inferred arithmetic says so.
 
-W_SCEN = "WORKLOAD.md 'Scenarios'"
-W_SCALE = "WORKLOAD.md 'Scale'"
-W_FWD = "WORKLOAD.md 'Forward times'"
-W_POOL = "WORKLOAD.md 'The GPU row pool'"
-W_WHY = "WORKLOAD.md 'Why the state exists'"
+AT = " at c96e68b62b"
+SERVER_ARGS = "python/sglang/srt/server_args.py"
+CHUNK_BY_GPU = (
+    f"{SERVER_ARGS}:3936-3950{AT}: chunked_prefill_size 8,192 on H100, H20 and H200 "
+    "(GPU memory 90-160 GB)"
+)
+CUDA_GRAPH_BS = (
+    f"{SERVER_ARGS}:3936-3950{AT}: decode CUDA-graph max batch 256 when tp_size < 4 (512 otherwise)"
+)
+POOL_DEFAULT = (
+    "python/sglang/srt/speculative/dspark_components/dspark_disaggregation.py:105-118"
+    + AT
+    + ": max(max_prefill_buffer_tokens, max_prefill_tokens) unless SGLANG_PD_HIDDEN_POOL_TOKENS "
+    f"is set; max_prefill_tokens defaults to 16,384 ({SERVER_ARGS}:722-732)"
+)
+MAX_RUNNING = (
+    "python/sglang/srt/mem_cache/kv_cache_configurator.py:1622-1627"
+    + AT
+    + ": max(min(estimate, 4096), 2048) requests per DP worker (high end)"
+)
+EP_BLOG = (
+    "lmsys.org blog 2025-05-05, DeepSeek with PD disaggregation and large-scale expert "
+    "parallelism on 96 H100s"
+)
+PREFILL_FORWARD = (
+    EP_BLOG + ": prefill 50-58k tokens/s per 8-GPU node, so one 8,192-token chunk per GPU takes "
+    "~1.1-1.3 s (inferred)"
+)
+DECODE_FORWARD = (
+    EP_BLOG + ": decode 22,282 tokens/s per node at 256 requests per GPU, ~92 ms per step "
+    "(inferred 256 / (22,282 / 8)); an upper bound on the forward: the step time includes "
+    "exposed host time and counts one token per request per step"
+)
+HEALTHY_LOGS = (
+    "#11648 (DeepSeek-R1 PD on 6x8 H20): healthy logs per DP rank show #transferring-req 1-5, "
+    "#queue-req 0-7, #unbootstrapped-req 0"
+)
+TRANSFER = (
+    "PR #7236: KV transfer ~60 ms per request for DeepSeek-V3 at 10K context, shorter than one "
+    "prefill forward, so the transfer that starts after forward s succeeds during forward s+1 "
+    "and the poll after it (prefill.py:1050" + AT + ") sees Success: 1 iteration"
+)
+NON_OVERLAP_LOOP = (
+    "prefill.py:1018-1052" + AT + " (the non-overlap loop the model follows): a released "
+    "request's last batch is replaced by `self.last_batch = batch` at the end of the iteration "
+    "that released it, so nothing keeps it longer"
+)
+GC_SURVIVORS = (
+    "estimate, a lower bound: per batch request per round, Req.init_next_round_input makes a new "
+    "Range (python/sglang/srt/managers/schedule_batch.py:1154" + AT + ") and match_prefix a new "
+    "prefix_indices tensor (schedule_batch.py:1245-1252), both kept until the next round; "
+    "per-batch lists (prepare_for_extend, schedule_batch.py:2157-2163) and temporaries are not "
+    "counted; swept in docs/SCENARIOS.md"
+)
 BENCH_RANDOM = (
     "sglang bench_serving random dataset: --random-range-ratio default 0.0 "
     "(python/sglang/benchmark/serving.py:2282), lengths randint(max(ratio*len,1), len) "
     "(python/sglang/benchmark/datasets/common.py:57-64) at c96e68b62b"
 )
 SHAREGPT = "sgl-project/sglang#2805: 369,103 in / 326,408 out tokens over 1,648 ShareGPT requests"
+SHAREGPT_PER_CHUNK = SHAREGPT + ": ~224 input tokens each, ~36 per 8,192-token chunk (inferred)"
 ASSUMED = "assumption (no published number; swept in docs/SCENARIOS.md)"
 
 # The common ground of the prefill presets, with sources.
@@ -224,53 +300,60 @@ _PREFILL: dict[str, tuple[Any, str]] = {
     "cached_prefix_max_frac": (0.5, ASSUMED),
     "pd_fraction": (
         1.0,
-        W_SCEN
-        + ": DSpark PD uses hidden transfer for every request with hidden_len > 0 (decode.py:1068-1076)",
+        "DSpark PD uses hidden transfer for every request with hidden_len > 0 (decode.py:1068-1076"
+        + AT
+        + ")",
     ),
     "hidden_transfer": (True, "PD_HIDDEN in state_types on a DSpark server (prefill.py:2001)"),
     "streaming": (
         True,
-        W_SCEN + ": decode aborts PD requests without streaming (decode.py:1211-1232)",
+        "decode aborts PD requests without streaming (decode.py:1211-1232" + AT + ")",
     ),
-    "capture_layers": (3, W_WHY + ": capture_layer_ids e.g. [40, 41, 42]"),
-    "chunked_prefill_size": (8192, W_SCALE + ": 8k on H100/H200"),
-    "pool_rows": (16384, W_POOL + ": max(chunked_prefill_size, 16384)"),
+    "capture_layers": (
+        3,
+        "one target layer per draft layer unless the draft config lists them "
+        "(python/sglang/srt/speculative/dflash_utils.py:407-430" + AT + "); 3 layers: assumption",
+    ),
+    "chunked_prefill_size": (8192, CHUNK_BY_GPU),
+    "dp_size": (
+        1,
+        "one scheduler without DP attention, the whole chunk (with DP attention SGLang divides "
+        f"the chunk by dp_size, {SERVER_ARGS}:5643{AT}: see prefill-dspark-dp8)",
+    ),
+    "pool_rows": (16384, POOL_DEFAULT),
     "decode_pool_rows": (
         16384,
-        W_POOL
-        + " (decode side sized alike, assumption); window min(hidden_len, pool) decode.py:1232",
+        POOL_DEFAULT + "; the decode side reads SGLANG_PD_HIDDEN_RECV_POOL_TOKENS first "
+        "(dspark_disaggregation.py:111-114); window min(hidden_len, pool) decode.py:1232",
     ),
     "kv_capacity_tokens": (
         500_000,
-        W_SCEN + ": ~0.5-1M tokens for a DeepSeek-class model on 8 GPUs (low end)",
+        "assumption: prefill KV tokens of a DeepSeek-class model on 8 GPUs (low end); swept in "
+        "docs/SCENARIOS.md",
     ),
     "arrival": (
         "fill",
-        "saturated: just enough queued tokens to fill every chunk (healthy logs #11648: #queue-req 0-7)",
+        "saturated, an assumption: a loaded server queues enough tokens to fill every chunk "
+        "(the caps still bind: see the tokens prefilled per iteration)",
     ),
-    "bootstrap_wait": (1, W_SCEN + ": healthy logs #11648 show #unbootstrapped-req 0"),
-    "inflight_residence": (
-        2,
-        W_SCEN + ": 1-2 iterations (KV transfer ~60 ms after PR #7236, shorter than one forward)",
+    "bootstrap_wait": (0, HEALTHY_LOGS),
+    "inflight_residence": (1, TRANSFER),
+    "ack_delay": (1, "assumption: at most one decode-iteration ACK round trip"),
+    "decode_batch": (256, CUDA_GRAPH_BS),
+    "accepted_tokens_per_verify": (
+        1,
+        "assumption: one token per request per forward (a lower bound on churn: DSpark accepts "
+        "several per verify); swept in docs/SCENARIOS.md",
     ),
-    "ack_delay": (1, W_SCEN + ": at most one decode-iteration ACK round trip"),
-    "decode_batch": (256, W_SCALE + ": 256-512 per decode step (CUDA-graph max batch)"),
-    "max_running_requests": (4096, W_SCALE + ": 2048-4096 per data-parallel worker"),
+    "max_running_requests": (4096, MAX_RUNNING),
     "scans_per_forward": (
         1,
         "ForwardBatch.init_new once per forward (forward_batch_info.py:660, tp_worker.py:544)",
     ),
     "capture": ("get", "the code: get-or-create scan (hidden_state.py:35-41)"),
-    "forward_ms": (
-        1200.0,
-        W_FWD + ": DeepSeek-V3 prefill, one 8,192-token chunk per GPU ~1.1-1.3 s",
-    ),
-    "keep_finished": (2, "WORKLOAD.md 'The request object': last batch + overlap result queue"),
-    "batch_objects_per_request": (
-        2,
-        ASSUMED + ": a list and a tuple per batch request per iteration (batch building, "
-        "streamed outputs); they survive with the batch, so young collections find survivors",
-    ),
+    "forward_ms": (1200.0, PREFILL_FORWARD),
+    "keep_finished": (0, NON_OVERLAP_LOOP),
+    "batch_objects_per_request": (2, GC_SURVIVORS),
 }
 
 
@@ -298,10 +381,7 @@ _DECODE = {
         "decode node: ForwardBatch.init_new on every forward (tp_worker.py:544; DSpark verify dflash_info.py:72)",
     ),
     "arrival": ("fill", "decode-bound: every finished request is replaced, the batch stays at B"),
-    "forward_ms": (
-        90.0,
-        W_FWD + ": DeepSeek-V3 decode, PD + large-scale EP, ~92 ms per step at 256 per GPU",
-    ),
+    "forward_ms": (90.0, DECODE_FORWARD),
 }
 
 PRESETS: dict[str, Scenario] = {
@@ -313,17 +393,37 @@ PRESETS: dict[str, Scenario] = {
             _PREFILL,
         ),
         _preset(
+            "prefill-dspark-dp8",
+            "prefill-dspark on one of 8 DP-attention ranks: a 1,024-token chunk per scheduler, "
+            "the regime of the healthy per-rank logs in #11648",
+            _PREFILL,
+            dp_size=(
+                8,
+                f"{HEALTHY_LOGS}; their lines are per DP rank, and SGLang divides "
+                f"chunked_prefill_size by dp_size ({SERVER_ARGS}:5643{AT}): 8,192 // 8 = 1,024",
+            ),
+            forward_ms=(
+                150.0,
+                PREFILL_FORWARD + "; a 1,024-token chunk per GPU at the same throughput: "
+                "~0.15 s (inferred)",
+            ),
+        ),
+        _preset(
             "prefill-sharegpt",
             "prefill-dspark with ShareGPT-like prompts: ~36 requests per 8k chunk",
             _PREFILL,
-            prompts=("sharegpt", SHAREGPT + "; " + W_SCALE + ": ~36 per 8k chunk"),
+            prompts=("sharegpt", SHAREGPT_PER_CHUNK),
             outputs=("sharegpt", SHAREGPT),
         ),
         _preset(
             "prefill-no-dspark",
             "PD prefill without DSpark on the same binary: no hidden transfer, the PR's scan, poll and clears still run",
             _PREFILL,
-            pd_fraction=(0.0, W_SCEN + ": everyone else on the binary uses none"),
+            pd_fraction=(
+                0.0,
+                "servers without DSpark on the same binary transfer no hidden rows "
+                "(decode.py:1068-1076" + AT + ")",
+            ),
             hidden_transfer=(False, "no PD_HIDDEN state type without DSpark"),
         ),
         _preset(
@@ -345,8 +445,8 @@ PRESETS: dict[str, Scenario] = {
             hidden_transfer=(False, "colocated: no PD_HIDDEN state type"),
             forward_ms=(
                 16.0,
-                W_FWD
-                + ": dense 8B decode at ~256 concurrent on H100, ITL ~16 ms (low end: the largest share)",
+                "NVIDIA NIM for LLMs benchmark page: Llama-3.1-8B decode at ~256 concurrent on "
+                "H100, inter-token latency ~16 ms (low end: the largest share)",
             ),
         ),
         _preset(
@@ -359,15 +459,15 @@ PRESETS: dict[str, Scenario] = {
             prompt_range_ratio=(1.0, "#5450: isl=4k fixed"),
             inflight_residence=(
                 75,
-                W_SCEN + " (#5450: ~150 inflight per rank) / ~2 requests per 8k chunk",
+                "#5450: ~150 inflight per rank / ~2 requests per 8k chunk (inferred)",
             ),
             bootstrap_wait=(
                 170,
-                W_SCEN + " (#5450: ~340 bootstrapping per rank) / ~2 requests per iteration",
+                "#5450: ~340 bootstrapping per rank / ~2 requests per iteration (inferred)",
             ),
             kv_capacity_tokens=(
                 1_000_000,
-                W_SCEN + ": ~0.5-1M tokens (high end: 150 x 4k must fit)",
+                "assumption, the high end: 150 inflight x 4k tokens must fit",
             ),
         ),
         _preset(
@@ -376,7 +476,7 @@ PRESETS: dict[str, Scenario] = {
             _DECODE,
             decode_batch=(
                 4096,
-                W_SCALE + ": up to max_running_requests (2048-4096) without graphs",
+                "up to max_running_requests without CUDA graphs: " + MAX_RUNNING,
             ),
             forward_ms=(
                 90.0,

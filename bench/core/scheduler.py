@@ -57,6 +57,7 @@ QUEUES = (
     "inflight",
     "decode_batch",
     "prefill_batch",
+    "prefill_tokens",
     "admitted",
     "aborted",
 )
@@ -98,7 +99,7 @@ def make_hidden(scenario: Scenario, pool: RowPool) -> torch.Tensor:
     """Stand-in for a forward's captured hidden states (chunk x width), on the pool's device."""
     import torch  # here, not at module level: the core is torch-free
 
-    shape = (scenario.chunked_prefill_size, pool.shape.width)
+    shape = (scenario.chunk_tokens, pool.shape.width)
     return torch.zeros(shape, dtype=pool.shape.dtype, device=pool.device)
 
 
@@ -264,8 +265,9 @@ class PrefillLoop(SchedulerLoop):
         self.kv_used = 0
         self.decode_reserved = 0
         self.tokens_prefilled = 0
+        self._prefill_tokens = 0  # tokens prefilled in the last iteration (<= chunk_tokens)
         s = self.scenario
-        self._fill_tokens = s.chunked_prefill_size * (s.bootstrap_wait + 1)
+        self._fill_tokens = s.chunk_tokens * (s.bootstrap_wait + 1)
 
     def live_tracked(self) -> list[Tracked]:
         live = [*self.bootstrap, *self.waiting, *self.inflight, *self._failing]
@@ -277,6 +279,7 @@ class PrefillLoop(SchedulerLoop):
             "waiting": len(self.waiting),
             "inflight": len(self.inflight),
             "prefill_batch": self._prefill_batch,
+            "prefill_tokens": self._prefill_tokens,
             "admitted": self.admitted,
             "aborted": self._step_aborts,
         }
@@ -381,10 +384,11 @@ class PrefillLoop(SchedulerLoop):
         self._after_send(t, chunk_meta)
 
     def _form_batch(self) -> list[tuple[Tracked, int, int, int]]:
-        """Up to chunked_prefill_size tokens: the chunked request first, then waiting ones whose
-        KV fits. (request, chunk start, chunk length, batch offset)."""
+        """Up to chunk_tokens tokens (chunked_prefill_size // dp_size): the chunked request
+        first, then waiting ones whose KV fits. (request, chunk start, chunk length, batch
+        offset)."""
         s = self.scenario
-        budget = s.chunked_prefill_size
+        budget = s.chunk_tokens
         batch: list[tuple[Tracked, int, int, int]] = []
         offset = 0
         while budget > 0:
@@ -404,6 +408,7 @@ class PrefillLoop(SchedulerLoop):
             if t.prefilled < t.prompt_len:
                 self.chunked = t  # continues in the next batch
         self.tokens_prefilled += offset
+        self._prefill_tokens = offset
         return batch
 
     def _chunk_rows(self, t: Tracked, start: int, length: int) -> int:
@@ -591,9 +596,13 @@ class DecodeLoop(SchedulerLoop):
         token = self._token = (self._token * 1103515245 + 12345) & 0x7FFF
         finished: list[Tracked] = []
         still: list[Tracked] = []
+        accepted = self.scenario.accepted_tokens_per_verify  # tokens per request per forward
         for t in self.running:
-            t.req.output_ids.append(token)
-            t.generated += 1
+            if accepted == 1:
+                t.req.output_ids.append(token)
+            else:
+                t.req.output_ids.extend([token] * accepted)
+            t.generated += accepted
             (finished if t.generated >= t.output_len else still).append(t)
         for t in prefill:
             if t.prefilled >= t.prompt_len:  # prefill done: first token, then decode
@@ -624,7 +633,7 @@ class DecodeLoop(SchedulerLoop):
         s = self.scenario
         if s.arrival == "fill":
             queued = sum(t.prompt_len for t in self.waiting)
-            while queued < s.chunked_prefill_size:
+            while queued < s.chunk_tokens:
                 t = self._next()
                 self.waiting.append(t)
                 queued += t.prompt_len
@@ -637,7 +646,7 @@ class DecodeLoop(SchedulerLoop):
     def _form_prefill(self) -> list[Tracked]:
         """A chunk of prefill mixed into the decode forward, while the running batch has room."""
         s = self.scenario
-        budget = s.chunked_prefill_size
+        budget = s.chunk_tokens
         batch: list[Tracked] = []
         while budget > 0:
             if self.chunked is not None:

@@ -46,8 +46,8 @@ class GateConfig:
     threshold_pct: float = 5.0  # wall clock: fail above max(this, A/A noise)
     instruction_threshold_pct: float = 1.0  # instruction mode: fail above this
     rounds: int = 12  # wall clock: base / candidate / A-A process triples
-    # the scheduler scenarios of the step benchmarks (WORKLOAD.md: the prefill node the PR adds
-    # its call sites to, and the decode node whose every forward scans the batch)
+    # the scheduler scenarios of the step benchmarks: the prefill node the PR adds its call
+    # sites to, and the decode node whose every forward scans the batch (docs/SCENARIOS.md)
     scenarios: tuple[str, ...] = ("prefill-dspark", "decode-dspark")
     steps_per_value: int = 50  # scheduler steps per value
     values: int = 6  # values per worker process (12 x 6 = 72 per side)

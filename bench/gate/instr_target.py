@@ -74,7 +74,7 @@ def run(
             HostPool(scenario.pool_rows),
             pattern=bench["pattern"],
             seed=seed,
-            hidden=host_hidden(scenario.chunked_prefill_size),
+            hidden=host_hidden(scenario.chunk_tokens),
         )
         sched.run(warmup_steps(scenario))  # in both the 0- and the N-iteration runs
         if marks:

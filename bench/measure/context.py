@@ -94,7 +94,7 @@ class WorkerContext:
 
         shape = default_shape(
             self.device,
-            chunked_prefill_size=scenario.chunked_prefill_size,
+            chunked_prefill_size=scenario.chunk_tokens,
             pool_rows=scenario.pool_rows,
         )
         check_fits(shape, self.device)

@@ -121,7 +121,7 @@ def check_request(
 
         dev = resolve_device(settings.device)
         shape = default_shape(
-            dev, chunked_prefill_size=scenario.chunked_prefill_size, pool_rows=scenario.pool_rows
+            dev, chunked_prefill_size=scenario.chunk_tokens, pool_rows=scenario.pool_rows
         )
         check_fits(shape, dev)
     except ValueError as exc:

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     (strategy,) = resolve([args.strategy])
     scenario = get_scenario(args.scenario)
     shape = default_shape(
-        device, chunked_prefill_size=scenario.chunked_prefill_size, pool_rows=scenario.pool_rows
+        device, chunked_prefill_size=scenario.chunk_tokens, pool_rows=scenario.pool_rows
     )
     check_fits(shape, device)
     pool = RowPool(shape, device)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 # The smallest effect reported as a finding, whatever the twin says. Two runs' warm get_hit
 # figures of identical code moved by up to ~2% (docs/LOOKUP.md, three runs), and a scheduler
-# change below 2% of a step is below what a reviewer acts on (DESIGN.md: 1% of a forward is the
-# merge bar; a step is a small part of a forward).
+# change below 2% of a step is below what a reviewer acts on (scheduler wins of 1-2% of a
+# forward are what get merged; a step is a small part of a forward).
 MIN_EFFECT = 0.02
 
 

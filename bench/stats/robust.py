@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# A result whose IQR exceeds this share of its median is flagged noisy (DESIGN.md).
+# A result whose IQR exceeds this share of its median is flagged noisy (the harness's rule).
 NOISY_IQR_FRACTION = 0.10
 # Resamples for bootstrap CIs: 2,000 keeps the 2.5%/97.5% quantiles stable to ~1% of the width.
 BOOTSTRAP_RESAMPLES = 2000

@@ -68,7 +68,13 @@ class Case:
 
     @property
     def forward_ms(self) -> float:
+        """The forward time as the preset states it (a prefill preset: for a full chunk)."""
         return float(self.values.get("forward_ms", 0.0))
+
+    @property
+    def forward_used_ms(self) -> float:
+        """The forward its costs are shares of (forward_of_prefilled_s)."""
+        return self.costs[0].forward_s * 1e3 if self.costs else self.forward_ms
 
     @property
     def title(self) -> str:
@@ -148,6 +154,22 @@ def ordered_cases(keys: Iterable[CaseKey], order: Sequence[str]) -> list[CaseKey
     return sorted(set(keys), key=position)
 
 
+def forward_of_prefilled_s(values: Mapping[str, Any], series: QueueSeries | None) -> float:
+    """The forward time a prefill case's cost is a share of: its forward_ms is stated for a full
+    chunk (chunked_prefill_size // dp_size tokens); where a cap keeps chunks part-full, the
+    forward of the tokens actually prefilled (mean per iteration, recorded as the
+    `prefill_tokens` queue series), taken as proportional to tokens. Other loops, and runs that
+    did not record the series: forward_ms as stated."""
+    forward_s = float(values.get("forward_ms", 0.0)) / 1e3
+    tokens = series.lengths.get("prefill_tokens") if series else None
+    if values.get("loop") != "prefill" or not tokens:
+        return forward_s
+    chunk = int(values.get("chunked_prefill_size", 0)) // max(1, int(values.get("dp_size", 1)))
+    if chunk <= 0:
+        return forward_s
+    return forward_s * min(1.0, (sum(tokens) / len(tokens)) / chunk)
+
+
 def build_cases(
     rounds: Rounds,
     counts: Mapping[str, OpCounts],
@@ -166,7 +188,8 @@ def build_cases(
     for key in keys:
         meta = metas.get(key.text)
         case_values = dict(meta.values) if meta else {}
-        forward_s = float(case_values.get("forward_ms", 0.0)) / 1e3
+        series = queues.get(key.text)
+        forward_s = forward_of_prefilled_s(case_values, series)
         costs = []
         for name in sorted(rounds):
             bench = names[name]
@@ -184,7 +207,6 @@ def build_cases(
                     created=c.created / per if per and c else None,
                 )
             )
-        series = queues.get(key.text)
         out.append(
             Case(
                 key=key,

@@ -94,6 +94,13 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
     only where that interval excludes zero."""
     source = case.sources.get("forward_ms", "")
     head = f"{case.title}: forward {case.forward_ms:,.0f} ms" + (f" ({source})" if source else "")
+    tokens = case.queues.get("prefill_tokens")
+    if tokens is not None and case.forward_used_ms < case.forward_ms * 0.999:
+        head += (
+            f"; {case.forward_used_ms:,.0f} ms for the {tokens.mean:,.0f} tokens prefilled per "
+            "iteration on average (a cap kept chunks part-full), the forward every share below "
+            "is of"
+        )
     pattern = run.pattern_of(run.baseline)
     pr = case.cost(run.baseline, pattern)
     if pr is None or pr.net is None:
@@ -155,7 +162,7 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
         matters_below_ms = saving / MATERIAL_SHARE * 1e3
         where = (
             "so it matters here"
-            if matters_below_ms >= case.forward_ms
+            if matters_below_ms >= case.forward_used_ms
             else "so at this forward time it does not"
         )
         parts.append(
