@@ -51,7 +51,7 @@ class Options(SuiteOptions):
     SUITE: ClassVar[str] = "lookup"
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
-        "values": 4,
+        "values": 3,
         "sizes": (1_000,),
         "min_value_ns": 2_000_000,
         "miss_batch": 500,

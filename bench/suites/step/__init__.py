@@ -35,7 +35,7 @@ class Options(SuiteOptions):
     }
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
-        "values": 8,
+        "values": 6,
         "steps_per_value": 20,
         "count_steps": 20,
     }
