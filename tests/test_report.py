@@ -422,10 +422,12 @@ def test_compare_a_run_with_itself(run_dir: Path, tmp_path: Path) -> None:
     rows = assert_valid_md_tables(md)[-1][2:]
     assert rows
     for row in rows:
-        assert row[3].startswith("1.000"), row  # head / base
+        assert row[3].startswith("1.000"), row  # raw head / base
+        assert row[4].startswith("1.000"), row  # through the anchor
         assert row[5] == "same", row
-    assert "**0 faster**" in md
-    assert "No significant change." in md
+    assert "0 faster, 0 slower" in md
+    assert "No change beyond noise." in md
+    assert "head's unchanged strategies ran 0.0%" in md
 
 
 @slow

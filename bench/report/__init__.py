@@ -41,13 +41,19 @@ def write_report(run_dir: Path) -> list[Path]:
     return [report, summary]
 
 
-def write_compare(base_run: Path, head_run: Path, out_dir: Path) -> list[Path]:
-    """Write compare.html and compare.md (head against base) into out_dir; return them."""
-    from bench.report import compare
+def write_compare(
+    base_run: Path, head_run: Path, out_dir: Path, *, force: bool = False
+) -> list[Path]:
+    """Write compare.html and compare.md (head against base) into out_dir; return them.
+    bench.report.comparable.NotComparable (one line) when the runs measured different things
+    and not force."""
+    from bench.report import comparable, compare
     from bench.report.load import load_run
     from bench.storage import write_atomic
 
-    d = compare.diff(load_run(Path(base_run)), load_run(Path(head_run)))
+    base, head = load_run(Path(base_run)), load_run(Path(head_run))
+    differences = comparable.check(base, head, force=force)
+    d = compare.diff(base, head, differences=differences)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / "compare.html"

@@ -16,7 +16,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         base, head = (Path(p) for p in args.compare)
         out_dir = Path(args.output_dir) if args.output_dir else head
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths = write_compare(base, head, out_dir)
+        from bench.report.comparable import NotComparable
+
+        try:
+            paths = write_compare(base, head, out_dir, force=args.force)
+        except NotComparable as exc:
+            raise UsageError(f"report --compare: {exc}") from None
     else:
         if not args.run:
             raise UsageError("report: give a run folder, or --compare BASE_RUN HEAD_RUN")
@@ -35,4 +40,9 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "--compare", nargs=2, metavar=("BASE_RUN", "HEAD_RUN"), help="diff two runs"
     )
     p_report.add_argument("--output-dir", help="where --compare writes (default: HEAD_RUN)")
+    p_report.add_argument(
+        "--force",
+        action="store_true",
+        help="--compare runs that measured different things (the header lists the differences)",
+    )
     p_report.set_defaults(func=_cmd_report)

@@ -1,36 +1,73 @@
 """Two runs side by side, as a PR author shows them: base (before) and head (after).
 
-For every benchmark both runs hold, head/base as a ratio of medians with a 95% CI from a
-hierarchical bootstrap (each run's worker processes, then the values within them; unpaired: the
-two runs were not interleaved), judged by the report's one rule (bench.stats.classify): a change
-only when the CI excludes 1 and the effect exceeds the family's noise floor in either run (its
-A/A twin's deviation) and 2%. Benchmarks only one side holds are listed, never silently dropped.
+The runs must have measured the same thing (bench.report.comparable; --force compares anyway
+and lists the differences). Each benchmark's change is then judged through an anchor measured in
+the same rounds of the same run: per round, the median of the same benchmark over the other
+strategies whose code is the same in both runs (their source hashes; twins left out). Per run,
+the benchmark's per-round ratio to that anchor is taken (paired: the same worker process and
+round); the change is head's median ratio over base's, with a 95% CI from a hierarchical
+bootstrap of each run on its own (worker processes, then rounds). A machine that runs 12% slower
+in the second run moves benchmark and anchor alike and cancels; a strategy whose code changed
+is no anchor, so its change moves no other benchmark's anchor, the baseline's included. A
+benchmark no unchanged strategy measured beside it is "unresolvable" between runs (use
+`bench gate`, which interleaves both trees).
+
+A change is judged by the report's one rule (bench.stats.classify): the CI excludes 1 and the
+effect exceeds the noise floor: the family's A/A floor in either run, and how far the A/A twin's
+anchored change strays from its original's between the runs (the drift the anchor leaves),
+never under 2%. The header states the drift itself ("head's unchanged strategies ran 12% slower
+than base's"). Benchmarks only one side holds are listed, never silently dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench import stats
 from bench.names import BenchName
+from bench.report.comparable import machine_differences
 from bench.report.load import RunData
 from bench.report.markdown import md_table
 from bench.report.markup import Html, join, num, page, pre, section, table, tag, td
 from bench.report.text import esc_md, fmt, fmt_p, fmt_ratio, md_code, md_code_block
 from bench.stats.classify import Classification, classify
 from bench.stats.derive import noise_family
+from bench.stats.scenarios import REFERENCE
 
-# Measured before the rule (values treated as independent, no noise floor): two default runs
-# of near-identical code flagged 26 of 248 rows (10%).
+# Measured before anchoring (ratio of each run's medians, the in-run A/A floor): two quick
+# runs of identical code back to back flagged 29 of 290 benchmarks, 28 "slower": the machine
+# drifted 8-20% between them (the README's "Comparing two runs" has the figures after).
 CAVEAT = (
-    "Two separate runs are not interleaved: machine drift between them is not controlled. "
-    "CIs resample worker processes (values of one process are correlated) and a change must "
-    "exceed the A/A noise floor either run measured, but drift between runs has no twin: for "
-    "a merge decision use `bench gate`, which measures both trees in one job, round by round."
+    "Two separate runs are not interleaved: each benchmark is judged through its ratio to an "
+    "anchor measured in the same rounds of the same run, which cancels drift the machine "
+    "applies to both; what it cannot cancel (a change every strategy shares, drift that hits "
+    "one benchmark and not the others, variation between worker processes that a run with one "
+    "process cannot see) is why a merge decision belongs to `bench gate`, which measures both "
+    "trees in one job, round by round."
 )
 
 # Environment keys that make two runs hard to compare when they differ.
 ENV_KEYS = ("python", "torch", "device", "device_name", "cpu", "cpu_count", "platform")
+
+
+UNRESOLVABLE = "unresolvable"
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """What each benchmark is divided by, in its own run and rounds: per round, the median of
+    the same benchmark over these strategies (the benchmark's own strategy left out)."""
+
+    strategies: tuple[str, ...]
+    changed: tuple[str, ...]  # strategies whose code differs between the runs (not anchors)
+
+    @property
+    def why(self) -> str:
+        left = f"; left out, their code differs: {', '.join(self.changed)}" if self.changed else ""
+        return (
+            f"per round, the median of the same benchmark over the {len(self.strategies)} "
+            f"strategies whose code is the same in both runs{left}"
+        )
 
 
 @dataclass(frozen=True)
@@ -42,12 +79,30 @@ class Row:
     head_median: float
     n_base: int
     n_head: int
-    comparison: stats.Comparison
+    comparison: stats.Comparison  # the anchored change (head/base of the ratio to the anchor)
     classification: Classification
+    raw: stats.Comparison | None = None  # head/base of the medians (the drift included)
 
     @property
     def verdict(self) -> str:
         return self.classification.verdict
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How far the anchors moved between the runs: head/base of their medians."""
+
+    strategy: str
+    median: float  # over its benchmarks
+    low: float
+    high: float
+    n: int
+
+    def sentence(self) -> str:
+        change = self.median - 1.0
+        word = "slower" if change > 0 else "faster"
+        spread = f" ({self.n} benchmarks: {self.low:.3f}-{self.high:.3f}x)" if self.n > 1 else ""
+        return f"head's {self.strategy} ran {abs(change):.1%} {word} than base's{spread}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +112,10 @@ class Diff:
     rows: list[Row]
     only_base: list[str]
     only_head: list[str]
+    anchor: Anchor | None = None
+    drifts: list[Drift] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)  # measurement differences (--force)
+    single_process: list[str] = field(default_factory=list)  # suites one process measured
 
     def by_verdict(self, verdict: str) -> list[Row]:
         return [r for r in self.rows if r.verdict == verdict]
@@ -64,6 +123,16 @@ class Diff:
     def env_differences(self) -> list[str]:
         b, h = self.base.environment.to_json(), self.head.environment.to_json()
         return [k for k in ENV_KEYS if b.get(k) != h.get(k)]
+
+    def drift_line(self) -> str:
+        moved = "; ".join(d.sentence() for d in self.drifts) or "no benchmark in both runs"
+        anchor = (
+            f" Every benchmark is judged through its ratio to its anchor ({self.anchor.why}), "
+            "which cancels it."
+            if self.anchor is not None
+            else ""
+        )
+        return f"Drift between the runs (head/base of medians): {moved}.{anchor}"
 
 
 def _benchmarks(run: RunData) -> dict[str, tuple[str, str, list[list[float]]]]:
@@ -85,19 +154,135 @@ def _floors(run: RunData) -> dict[object, float]:
     return out
 
 
-def diff(base: RunData, head: RunData) -> Diff:
+MIN_ANCHORS = 1  # other strategies a benchmark's anchor needs in the same family and round
+
+
+def choose_anchor(base: RunData, head: RunData) -> Anchor:
+    """The strategies both runs measured with the same code (no twin: a twin would count its
+    original twice)."""
+    members: list[str] = []
+    changed: list[str] = []
+    for name in sorted(set(base.strategies) & set(head.strategies)):
+        b, h = base.strategies[name], head.strategies[name]
+        if head.is_twin(name) or base.is_twin(name):
+            continue
+        (members if b.source_sha256 == h.source_sha256 else changed).append(name)
+    return Anchor(tuple(members), tuple(changed))
+
+
+def _anchored(run: RunData, suite: str, name: str, anchor: Anchor) -> list[list[float]] | None:
+    """Per worker process, the benchmark's per-round ratio to the median of the anchor
+    strategies' same benchmark in that round (paired: the same process and round)."""
+    data = run.suite(suite)
+    if data is None:
+        return None
+    bench = BenchName.parse(name)
+    others = [
+        str(bench.with_strategy(s))
+        for s in anchor.strategies
+        if s != bench.strategy and str(bench.with_strategy(s)) in data.rounds
+    ]
+    if len(others) < MIN_ANCHORS:
+        return None
+    groups = data.rounds.groups(name, *others)
+    if groups is None:
+        return None
+    ratios = []
+    for w, values in enumerate(groups[0]):
+        row = []
+        for i, v in enumerate(values):
+            level = stats.median([g[w][i] for g in groups[1:]])
+            if level > 0:
+                row.append(v / level)
+        if row:
+            ratios.append(row)
+    return ratios or None
+
+
+def _drifts(
+    b: dict[str, tuple[str, str, list[list[float]]]],
+    h: dict[str, tuple[str, str, list[list[float]]]],
+    watched: list[str],
+    anchor: Anchor,
+) -> list[Drift]:
+    """head/base of the medians, over the anchor strategies' benchmarks together, then over
+    each watched strategy's (the baseline, control)."""
+
+    def moves(strategies: set[str]) -> list[float]:
+        out = []
+        for n in sorted(set(b) & set(h)):
+            if BenchName.parse(n).strategy not in strategies:
+                continue
+            before = stats.median([v for g in b[n][2] for v in g])
+            if before > 0:
+                out.append(stats.median([v for g in h[n][2] for v in g]) / before)
+        return out
+
+    groups = [("unchanged strategies", set(anchor.strategies))]
+    groups += [(s, {s}) for s in watched]
+    out = []
+    for label, members in groups:
+        m = moves(members)
+        if m:
+            out.append(Drift(label, stats.median(m), min(m), max(m), len(m)))
+    return out
+
+
+def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) -> Diff:
     b, h = _benchmarks(base), _benchmarks(head)
     floors_b, floors_h = _floors(base), _floors(head)
+    anchor = choose_anchor(base, head)
+    common = sorted(set(b) & set(h))
+    changes: dict[str, stats.Comparison] = {}
+    for name in common:
+        suite = b[name][0]
+        rb, rh = _anchored(base, suite, name, anchor), _anchored(head, suite, name, anchor)
+        if rb is not None and rh is not None:
+            changes[name] = stats.hierarchical_compare(rh, rb, paired=False)
+    # The twins' anchored change against their originals', per family: the drift the anchor
+    # leaves between the runs (1 where it cancelled everything).
+    between: dict[object, float] = {}
     rows = []
-    for name in sorted(set(b) & set(h)):
+    specs = {}
+    for name in common:
+        suite = b[name][0]
+        spec = (head.suite(suite) or base.suite(suite)).spec  # type: ignore[union-attr]  # declaration
+        specs[name] = spec
+        bench = BenchName.parse(name)
+        twin_of = head.strategies[bench.strategy].twin_of if head.is_twin(bench.strategy) else None
+        original = str(bench.with_strategy(twin_of)) if twin_of else None
+        if original is not None and name in changes and original in changes:
+            family = noise_family(bench, None if spec is None else spec.noise_keys)
+            deviation = abs(changes[name].ratio / changes[original].ratio - 1.0)
+            between[family] = max(between.get(family, 0.0), deviation)
+    single: set[str] = set()
+    for name in common:
         suite, unit, base_runs = b[name]
         head_runs = h[name][2]
+        if min(len(base_runs), len(head_runs)) < 2:
+            single.add(suite)
         base_vals = [v for g in base_runs for v in g]
         head_vals = [v for g in head_runs for v in g]
-        cmp = stats.hierarchical_compare(head_runs, base_runs, paired=False)
-        spec = (head.suite(suite) or base.suite(suite)).spec  # type: ignore[union-attr]  # declaration
-        family = noise_family(BenchName.parse(name), None if spec is None else spec.noise_keys)
+        raw = stats.hierarchical_compare(head_runs, base_runs, paired=False)
+        bench = BenchName.parse(name)
+        spec = specs[name]
+        family = noise_family(bench, None if spec is None else spec.noise_keys)
         found = [f[family] for f in (floors_b, floors_h) if family in f]
+        if family in between:
+            found.append(between[family])
+        floor = max(found) if found else None
+        if name in changes:
+            cmp = changes[name]
+            cls = classify(cmp.ratio, cmp.ci_low, cmp.ci_high, noise_floor=floor)
+        else:
+            cmp, cls = (
+                raw,
+                Classification(
+                    UNRESOLVABLE,
+                    f"fewer than {MIN_ANCHORS} other strategies with unchanged code measured it in "
+                    "both runs: its change cannot be told from the machine's; use bench gate",
+                ),
+            )
         rows.append(
             Row(
                 name=name,
@@ -108,12 +293,22 @@ def diff(base: RunData, head: RunData) -> Diff:
                 n_base=len(base_vals),
                 n_head=len(head_vals),
                 comparison=cmp,
-                classification=classify(
-                    cmp.ratio, cmp.ci_low, cmp.ci_high, noise_floor=max(found) if found else None
-                ),
+                classification=cls,
+                raw=raw,
             )
         )
-    return Diff(base, head, rows, sorted(set(b) - set(h)), sorted(set(h) - set(b)))
+    watched = [x for x in (head.baseline, REFERENCE) if x in head.strategies]
+    return Diff(
+        base,
+        head,
+        rows,
+        sorted(set(b) - set(h)),
+        sorted(set(h) - set(b)),
+        anchor=anchor,
+        drifts=_drifts(b, h, watched, anchor),
+        differences=list(differences or []),
+        single_process=sorted(single),
+    )
 
 
 def _words(row: Row) -> str:
@@ -133,19 +328,32 @@ def _verdict_td(row: Row) -> Html:
     return td(sym + word, class_=cls.get(word), title=row.classification.reason)
 
 
+def _raw_text(r: Row) -> str:
+    return "" if r.raw is None else fmt_ratio(r.raw.ratio, r.raw.ci_low, r.raw.ci_high)
+
+
 def _rows_table(rows: list[Row]) -> Html:
     body = [
         (
             r.name,
             num(f"{fmt(r.base_median, r.unit)} (n={r.n_base})"),
             num(f"{fmt(r.head_median, r.unit)} (n={r.n_head})"),
+            num(_raw_text(r)),
             num(fmt_ratio(r.comparison.ratio, r.comparison.ci_low, r.comparison.ci_high)),
             num(fmt_p(r.comparison.p_value)),
             _verdict_td(r),
         )
         for r in rows
     ]
-    head = ("benchmark", "base median", "head median", "head / base [95% CI]", "p", "verdict")
+    head = (
+        "benchmark",
+        "base median",
+        "head median",
+        "head / base, raw [95% CI]",
+        "change through the anchor [95% CI]",
+        "p",
+        "verdict",
+    )
     return table(head, body)
 
 
@@ -179,29 +387,50 @@ def _failures(d: Diff) -> list[Html]:
     return out
 
 
+def _header_notes(d: Diff) -> list[str]:
+    """The sentences every rendering of a comparison opens with, after the counts."""
+    notes = [d.drift_line()]
+    if d.differences:
+        notes.append(
+            "Compared with --force although the runs measured different things: "
+            + "; ".join(d.differences)
+            + "."
+        )
+    if d.single_process:
+        notes.append(
+            f"One worker process measured {', '.join(d.single_process)} in a run: variation "
+            "between processes (heap layout, hash seed) is not in those intervals, and a change "
+            "there may be the process's, not the code's (the quick set measures one process)."
+        )
+    machine = machine_differences(d.base, d.head)
+    if machine:
+        notes.append(
+            "The runs ran on different machines or software ("
+            + "; ".join(machine)
+            + "): the anchors cancel a uniform slowdown, not a change in what is fast."
+        )
+    return notes
+
+
+def _counts(d: Diff) -> str:
+    faster, slower = d.by_verdict("faster"), d.by_verdict("slower")
+    unresolvable = d.by_verdict(UNRESOLVABLE)
+    same = len(d.rows) - len(faster) - len(slower) - len(unresolvable)
+    return (
+        f"{len(d.rows)} benchmarks in both runs: {len(faster)} faster, {len(slower)} slower, "
+        f"{same} without a change beyond noise (CI excluding 1 and beyond the noise floor and "
+        f"2%), {len(unresolvable)} unresolvable between runs (no anchor beside them). "
+        f"{len(d.only_base)} only in base, {len(d.only_head)} only in head."
+    )
+
+
 def render_compare_html(d: Diff) -> str:
     faster, slower = d.by_verdict("faster"), d.by_verdict("slower")
-    same = d.by_verdict("same")
-    differs = d.env_differences()
     summary = [
-        tag(
-            "p",
-            f"{len(d.rows)} benchmarks in both runs: {len(faster)} faster, {len(slower)} slower, "
-            f"{len(same)} without a change beyond noise (CI excluding 1 and beyond the A/A "
-            "noise floor and 2%). "
-            f"{len(d.only_base)} only in base, {len(d.only_head)} only in head.",
-        ),
+        tag("p", _counts(d)),
+        *(tag("p", n, class_="banner") for n in _header_notes(d)),
         tag("p", CAVEAT, class_="banner"),
     ]
-    if differs:
-        summary.append(
-            tag(
-                "p",
-                "The runs differ in environment (" + ", ".join(differs) + "): ratios mix the "
-                "change with the machine.",
-                class_="banner",
-            )
-        )
     changed = faster + slower
     if changed:
         summary += [tag("h3", "Significant changes"), _rows_table(changed)]
@@ -252,16 +481,16 @@ def _md_rows(rows: list[Row]) -> list[list[str]]:
                 md_code(r.name),
                 esc_md(fmt(r.base_median, r.unit)),
                 esc_md(fmt(r.head_median, r.unit)),
+                esc_md(_raw_text(r)),
                 esc_md(fmt_ratio(r.comparison.ratio, r.comparison.ci_low, r.comparison.ci_high)),
-                esc_md(fmt_p(r.comparison.p_value)),
-                f"**{word}**" if word != "same" else word,
+                f"**{word}**" if word in ("faster", "slower", "smaller", "larger") else word,
             ]
         )
     return out
 
 
 def render_compare_md(d: Diff) -> str:
-    head = ["benchmark", "base", "head", "head / base [95% CI]", "p", "verdict"]
+    head = ["benchmark", "base", "head", "raw head / base", "change through the anchor", "verdict"]
     faster, slower = d.by_verdict("faster"), d.by_verdict("slower")
     be, he = d.base.environment.to_json(), d.head.environment.to_json()
     out = [
@@ -272,20 +501,16 @@ def render_compare_md(d: Diff) -> str:
         f"torch {esc_md(he.get('torch', '?'))} · device {esc_md(he.get('device', '?'))} · "
         f"{esc_md(he.get('cpu', '?'))}",
         "",
-        f"{len(d.rows)} benchmarks in both runs: **{len(faster)} faster**, "
-        f"**{len(slower)} slower**, {len(d.rows) - len(faster) - len(slower)} same "
-        "(unpaired: ratio of medians, bootstrap 95% CI, Mann-Whitney U, p < 0.05).",
+        esc_md(_counts(d)),
         "",
+        *(f"> {esc_md(n)}\n" for n in _header_notes(d)),
         f"> {CAVEAT}",
         "",
     ]
-    differs = d.env_differences()
-    if differs:
-        out += [f"> The runs differ in: {esc_md(', '.join(differs))}.", ""]
     if faster or slower:
         out += [md_table(head, _md_rows(slower + faster)), ""]
     else:
-        out += ["No significant change.", ""]
+        out += ["No change beyond noise.", ""]
     out += [
         f"<details><summary>All {len(d.rows)} benchmarks</summary>",
         "",
