@@ -53,7 +53,7 @@ class Options(SuiteOptions):
         "workers": 1,
         "values": 3,
         "sizes": (1_000,),
-        "min_value_ns": 2_000_000,
+        "min_value_ns": 1_000_000,
         "miss_batch": 500,
     }
     REPETITION: ClassVar[frozenset[str]] = frozenset(

@@ -35,9 +35,9 @@ class Options(SuiteOptions):
     }
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
-        "values": 6,
+        "values": 10,
         "steps_per_value": 20,
-        "count_steps": 20,
+        "count_steps": 5,
     }
     REPETITION: ClassVar[frozenset[str]] = frozenset(
         {"workers", "values", "steps_per_value", "count_steps"}
