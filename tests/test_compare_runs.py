@@ -6,6 +6,7 @@ found, the baseline's included; the twin's drift between runs raises the noise f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,17 @@ def test_a_machine_difference_is_shown_not_refused(tmp_path: Path) -> None:
     md = compare.render_compare_md(_diff(base, head))
     assert "different machines or software" in md
     assert "Other CPU" in md
+
+
+def test_a_scenario_parameter_added_later_reads_as_what_older_runs_measured(
+    tmp_path: Path,
+) -> None:
+    base, head = _pair(tmp_path, case_changes={"dp_size": 1})
+    manifest = base / "manifest.json"
+    raw = json.loads(manifest.read_text())
+    del raw["cases"][0]["values"]["dp_size"]  # a run from before the parameter existed
+    manifest.write_text(json.dumps(raw))
+    assert measurement_differences(load_run(base), load_run(head)) == []
 
 
 def test_repetition_settings_may_differ(tmp_path: Path) -> None:

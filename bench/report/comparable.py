@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.core.scenarios import ABSENT_MEANS
 from bench.report.load import RunData
 
 # Environment fields that are part of what is measured (the others describe the machine).
@@ -40,7 +41,7 @@ def measurement_differences(base: RunData, head: RunData) -> list[str]:
     bcases = {c.key: c.values for c in base.manifest.cases}
     hcases = {c.key: c.values for c in head.manifest.cases}
     for key in sorted(set(bcases) & set(hcases)):
-        b, h = bcases[key], hcases[key]
+        b, h = {**ABSENT_MEANS, **bcases[key]}, {**ABSENT_MEANS, **hcases[key]}
         changed = [k for k in sorted(set(b) | set(h)) if b.get(k) != h.get(k)]
         if changed:
             detail = ", ".join(f"{k} {_show(b.get(k))} -> {_show(h.get(k))}" for k in changed[:4])
