@@ -38,9 +38,10 @@ class Options(SuiteOptions):
         "values": 10,
         "steps_per_value": 20,
         "count_steps": 5,
+        "time_requests": False,
     }
     REPETITION: ClassVar[frozenset[str]] = frozenset(
-        {"workers", "values", "steps_per_value", "count_steps"}
+        {"workers", "values", "steps_per_value", "count_steps", "time_requests"}
     )
 
     # The headline suite. Its plan: 2 processes of 4 values of 20 iterations per scheduler (the
@@ -54,3 +55,6 @@ class Options(SuiteOptions):
     # Lookups and states created per iteration are counted over this many untimed iterations
     # (exact: the same stream gives the same counts; 50 cover several arrival cycles).
     count_steps: int = 50
+    # Time the request class's construction (the report's request table; ~3.5 s of a quick
+    # run's 60 here, so the quick set leaves it out).
+    time_requests: bool = True

@@ -16,7 +16,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     cfg = ctx.config
     opts = cfg.suite(KIND)
-    if not cfg.only_families:  # not in an adaptive round's further processes
+    if opts.time_requests and not cfg.only_families:  # not in further adaptive rounds
         with phase(out, "step:requests"):
             measure_requests(ctx, out)  # construction time is a timing like any other
     measure_cases(
