@@ -6,6 +6,7 @@ found, the baseline's included; the twin's drift between runs raises the noise f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -92,6 +93,8 @@ def test_without_an_unchanged_strategy_beside_it_a_change_is_unresolvable(tmp_pa
     d = _diff(*_pair(tmp_path, drift=1.2, sources=every))
     assert {r.verdict for r in d.rows} == {compare.UNRESOLVABLE}
     assert "use bench gate" in d.rows[0].classification.reason
+    row = d.rows[0]
+    assert compare._words(dataclasses.replace(row, unit="byte")) == compare.UNRESOLVABLE
 
 
 def test_the_twins_drift_between_runs_raises_the_noise_floor(tmp_path: Path) -> None:

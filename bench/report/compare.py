@@ -313,7 +313,7 @@ def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) 
 
 def _words(row: Row) -> str:
     v = row.verdict
-    if v == "same" or row.unit == "second":
+    if v not in ("faster", "slower") or row.unit == "second":
         return v
     return "smaller" if v == "faster" else "larger"
 
