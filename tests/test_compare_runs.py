@@ -142,6 +142,26 @@ def test_runs_that_measured_different_things_are_refused(
     assert needle.replace("_", "\\_").split(" ")[0] in md
 
 
+def test_the_spread_of_unchanged_strategies_raises_the_floor() -> None:
+    from bench.stats.robust import Comparison
+
+    def cmp(r: float) -> Comparison:
+        return Comparison(ratio=r, ci_low=r * 0.99, ci_high=r * 1.01, p_value=0.0, significant=True)
+
+    names = [STEP.format(s) for s in ("a", "b", "c", "d", "e", "f")]
+    changes = dict(zip(names, map(cmp, (1.0, 1.1, 0.9, 1.05, 0.95, 1.8)), strict=True))
+    anchor = compare.Anchor(("a", "b", "c", "d", "e"), ("f",))
+
+    class Head:  # the strategies' metadata the spread reads
+        strategies: dict[str, object] = {}
+
+    spreads = compare._spreads(Head(), names, changes, anchor, dict.fromkeys(names))  # type: ignore[arg-type]
+    (floor,) = spreads.values()
+    # log changes of the five unchanged: MAD 0.0513 -> 3 x 1.4826 x MAD -> exp(..) - 1 = 25.6%
+    assert floor == pytest.approx(0.256, abs=0.01)
+    assert abs(1.8 - 1) > floor  # the changed strategy's 80% still stands out
+
+
 def test_a_machine_difference_is_shown_not_refused(tmp_path: Path) -> None:
     base, head = _pair(tmp_path, environment={"cpu": "Other CPU", "python": "3.12.1"})
     b, h = load_run(base), load_run(head)

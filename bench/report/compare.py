@@ -13,15 +13,19 @@ benchmark no unchanged strategy measured beside it is "unresolvable" between run
 `bench gate`, which interleaves both trees).
 
 A change is judged by the report's one rule (bench.stats.classify): the CI excludes 1 and the
-effect exceeds the noise floor: the family's A/A floor in either run, and how far the A/A twin's
-anchored change strays from its original's between the runs (the drift the anchor leaves),
-never under 2%. The header states the drift itself ("head's unchanged strategies ran 12% slower
+effect exceeds the noise floor: the family's A/A floor in either run, how far the A/A twin's
+anchored change strays from its original's between the runs, and the spread of the family's
+unchanged strategies' anchored changes (3 robust standard deviations: each strategy's own
+process moves it, which no anchor cancels and which a run of one worker process cannot put in
+its interval), never under 2%. The header states the drift itself ("head's unchanged strategies ran 12% slower
 than base's"). Benchmarks only one side holds are listed, never silently dropped.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench import stats
 from bench.names import BenchName
@@ -228,6 +232,43 @@ def _drifts(
     return out
 
 
+# How far the anchored changes of a family's unchanged strategies spread between the runs is
+# noise the anchor did not cancel (each strategy's own process: heap layout, hash seed). A change
+# must exceed SPREAD_Z robust standard deviations of it (1.4826 x the median absolute deviation
+# of their log changes, robust to the one strategy whose code did change), once at least
+# SPREAD_MIN strategies give one.
+SPREAD_Z = 3.0
+SPREAD_MIN = 5
+
+
+def _spreads(
+    head: RunData,
+    common: list[str],
+    changes: dict[str, stats.Comparison],
+    anchor: Anchor,
+    specs: dict[str, Any],
+) -> dict[object, float]:
+    unchanged = set(anchor.strategies)
+    unchanged |= {
+        s for s, meta in head.strategies.items() if meta.twin_of and meta.twin_of in unchanged
+    }
+    logs: dict[object, list[float]] = {}
+    for name in common:
+        bench = BenchName.parse(name)
+        if name not in changes or bench.strategy not in unchanged or changes[name].ratio <= 0:
+            continue
+        spec = specs[name]
+        family = noise_family(bench, None if spec is None else spec.noise_keys)
+        logs.setdefault(family, []).append(math.log(changes[name].ratio))
+    out = {}
+    for family, xs in logs.items():
+        if len(xs) >= SPREAD_MIN:
+            centre = stats.median(xs)
+            sigma = 1.4826 * stats.median([abs(x - centre) for x in xs])
+            out[family] = math.exp(SPREAD_Z * sigma) - 1.0
+    return out
+
+
 def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) -> Diff:
     b, h = _benchmarks(base), _benchmarks(head)
     floors_b, floors_h = _floors(base), _floors(head)
@@ -255,6 +296,8 @@ def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) 
             family = noise_family(bench, None if spec is None else spec.noise_keys)
             deviation = abs(changes[name].ratio / changes[original].ratio - 1.0)
             between[family] = max(between.get(family, 0.0), deviation)
+    for family, spread in _spreads(head, common, changes, anchor, specs).items():
+        between[family] = max(between.get(family, 0.0), spread)
     single: set[str] = set()
     for name in common:
         suite, unit, base_runs = b[name]
