@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -152,10 +153,8 @@ def test_the_spread_of_unchanged_strategies_raises_the_floor() -> None:
     changes = dict(zip(names, map(cmp, (1.0, 1.1, 0.9, 1.05, 0.95, 1.8)), strict=True))
     anchor = compare.Anchor(("a", "b", "c", "d", "e"), ("f",))
 
-    class Head:  # the strategies' metadata the spread reads
-        strategies: dict[str, object] = {}
-
-    spreads = compare._spreads(Head(), names, changes, anchor, dict.fromkeys(names))  # type: ignore[arg-type]
+    head = SimpleNamespace(strategies={})  # the strategies' metadata the spread reads
+    spreads = compare._spreads(head, names, changes, anchor, dict.fromkeys(names))  # type: ignore[arg-type]
     (floor,) = spreads.values()
     # log changes of the five unchanged: MAD 0.0513 -> 3 x 1.4826 x MAD -> exp(..) - 1 = 25.6%
     assert floor == pytest.approx(0.256, abs=0.01)

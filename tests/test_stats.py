@@ -75,3 +75,18 @@ def test_fits() -> None:
     assert stats.loglog_slope([1, 10, 100], [5, 50, 500]) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="two distinct"):
         stats.linear_fit([1, 1], [2, 3])
+
+
+def test_hierarchical_medians_with_groups_of_other_sizes() -> None:
+    """Further rounds measure more values than the plan's processes: each drawn process
+    contributes its own number of draws and the padding never reaches a median."""
+    import numpy as np
+
+    from bench.stats.robust import _hierarchical_medians
+
+    same = _hierarchical_medians([[5.0, 5.0], [5.0] * 4], np.random.default_rng(1), 500)
+    assert set(same.tolist()) == {5.0}
+    # picks (a, a) give 1; any pick with b pools at least 4 threes against 2 ones: 3
+    dist = _hierarchical_medians([[1.0, 1.0], [3.0] * 4], np.random.default_rng(2), 4000)
+    assert set(dist.tolist()) <= {1.0, 3.0}
+    assert 0.22 <= float(np.mean(dist == 1.0)) <= 0.28

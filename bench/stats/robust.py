@@ -279,11 +279,19 @@ def _hierarchical_medians(groups: Sequence[Sequence[float]], rng: Any, resamples
         rows = rng.integers(0, size, (resamples, n_groups, size))
         drawn = table[pick[:, :, None], rows].reshape(resamples, n_groups * size)
         return np.median(drawn, axis=1)
-    out = np.empty(resamples)
-    for b in range(resamples):
-        parts = [arrays[g][rng.integers(0, arrays[g].size, arrays[g].size)] for g in pick[b]]
-        out[b] = np.median(np.concatenate(parts))
-    return out
+    # Groups of other sizes (further rounds measure more values than the plan's processes):
+    # padded to the largest, each drawn group contributing its own size's draws, the padding
+    # left out of the median as NaN. The same two levels, in one array op.
+    sizes = np.array([a.size for a in arrays])
+    width = int(sizes.max())
+    table = np.full((n_groups, width), np.nan)
+    for i, a in enumerate(arrays):
+        table[i, : a.size] = a
+    drawn_sizes = sizes[pick]  # (resamples, n_groups)
+    rows = (rng.random((resamples, n_groups, width)) * drawn_sizes[:, :, None]).astype(int)
+    drawn = table[pick[:, :, None], rows]
+    drawn[np.arange(width)[None, None, :] >= drawn_sizes[:, :, None]] = np.nan
+    return np.nanmedian(drawn.reshape(resamples, n_groups * width), axis=1)
 
 
 def hierarchical_compare(

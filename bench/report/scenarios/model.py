@@ -23,17 +23,26 @@ def _gc_by_case(run: RunData) -> dict[str, dict[str, GcRates]]:
 
 
 def cases(run: RunData) -> list[Case]:
+    """The run's scheduler cases, computed once per loaded run (the HTML, markdown and JSON
+    renderings all read them; each costs a bootstrap per design and scenario)."""
+    cached: list[Case] | None = run.__dict__.get("_scenario_cases")
+    if cached is not None:
+        return cached
     data = run.suite("step")
-    if data is None:
-        return []
-    return build_cases(
-        data.net_rounds,
-        data.extras.counts,
-        data.extras.queues,
-        {m.key: m for m in run.manifest.cases},
-        _gc_by_case(run),
-        run.config.scenarios,
+    built = (
+        []
+        if data is None
+        else build_cases(
+            data.net_rounds,
+            data.extras.counts,
+            data.extras.queues,
+            {m.key: m for m in run.manifest.cases},
+            _gc_by_case(run),
+            run.config.scenarios,
+        )
     )
+    object.__setattr__(run, "_scenario_cases", built)  # a frozen dataclass: a memo, not state
+    return built
 
 
 def request_rows(run: RunData) -> list[RequestRow]:
