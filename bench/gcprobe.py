@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -124,3 +125,51 @@ def per_item_cost(make: Callable[[int], list[Any]], n: int) -> tuple[float, floa
     objects = tracked_objects() - objects_before
     del keep
     return (after - before) / n, objects / n
+
+
+def _build_into(made: list[Any], make_one: Callable[[int], Any], n: int, _loops: int) -> None:
+    made.extend(make_one(i) for i in range(n))
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What building one request costs in memory, measured by difference over many."""
+
+    attributes: int  # keys of its instance dict
+    blocks: float  # memory blocks allocated and kept (the request, its dict, nested objects)
+    tracked: float  # objects the cyclic GC tracks, per request
+    bytes: float  # bytes allocated and kept, per request (tracemalloc)
+    construct_ns: float  # time to build one (median of repetitions, collector paused)
+
+
+# Requests built per footprint measurement, and timed repetitions of the construction.
+FOOTPRINT_REQUESTS = 2_000
+FOOTPRINT_REPEATS = 5
+
+
+def footprint(make_one: Callable[[int], Any], n: int = FOOTPRINT_REQUESTS) -> Footprint:
+    """make_one(i) builds request i; its attributes, blocks, tracked objects and bytes kept per
+    request, and the construction time."""
+    import statistics
+    import sys
+
+    from bench.timing import time_loop_ns
+
+    sample = make_one(0)
+    attributes = len(vars(sample)) if hasattr(sample, "__dict__") else 0
+    del sample
+    per_item_cost(lambda k: [make_one(i) for i in range(k)], 50)  # one-time objects absorbed
+    gc.collect()
+    blocks_before = sys.getallocatedblocks()
+    keep = [make_one(i) for i in range(n)]
+    blocks = (sys.getallocatedblocks() - blocks_before - 1) / n  # the list itself: one block
+    del keep
+    bytes_, tracked = per_item_cost(lambda k: [make_one(i) for i in range(k)], n)
+    times = []
+    with gc_paused():
+        for _ in range(FOOTPRINT_REPEATS):
+            made: list[Any] = []
+            ns = time_loop_ns(functools.partial(_build_into, made, make_one, n), 1)
+            times.append(ns / n)
+            del made
+    return Footprint(attributes, blocks, tracked, bytes_, statistics.median(times))

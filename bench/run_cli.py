@@ -12,10 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import suites
-from bench.cliargs import SubParsers, csv_list, duration_s, percent, positive_int
+from bench.cliargs import SubParsers, csv_list, positive_int
 from bench.config import RunConfig
 from bench.core import scenarios
 from bench.errors import EXIT_FAILED, DataError, UsageError
+from bench.orchestration.sequence import (
+    add_budget_options,
+    budget_changes,
+    execute,
+)
 from bench.runformat import MANIFEST, Manifest
 from bench.storage import DEFAULT_REPORTS_DIR
 from strategies import is_strategy_file, load_external, resolve
@@ -45,7 +50,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     names, external = _split_strategies(args.strategy, args.external)
     specs = split_targets(args.target)
     if specs:
-        paths = list_targets(specs)
+        paths = list_targets(specs, getattr(args, "group", None))
         external = (*external, *paths)
         if names is not None:
             names = (*names, *(load_external(p).name for p in paths))
@@ -64,19 +69,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
         suffix = f"  [{'; '.join(tags)}]" if tags else ""
         print(f"{s.name:<{width}}  {s.description}{suffix}")
     return 0
-
-
-# Adaptive measurement (bench.adaptive), by default: the suites' budget and the precision each
-# family is measured to. The default run's baseline cost per iteration to +-15% in every default
-# scenario within ~6 minutes here (2 cores), the quick run's to +-50% (an interval that excludes
-# zero) within a minute; `--budget off` runs the fixed plan (each suite its `workers`). The
-# budget covers the suites; the selfcheck (~10 s), the report (~12 s) and starting the workers
-# come on top: 300 s of suites made 6m56s with a 47 s report and a 38 s selfcheck here.
-BUDGET_DEFAULT = object()
-RUN_BUDGET_S = 300.0
-QUICK_BUDGET_S = 40.0
-RUN_PRECISION_PCT = 15.0
-QUICK_PRECISION_PCT = 50.0
 
 
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -128,7 +120,7 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         changes["request_model"] = args.request_model
     if args.request_class:
         changes["request_class"] = args.request_class
-    changes.update(_budget_changes(args, config_file=args.config))
+    changes.update(budget_changes(args, config_file=args.config))
     try:
         if args.scenario:
             changes["scenarios"] = tuple(dict.fromkeys(x for group in args.scenario for x in group))
@@ -221,88 +213,22 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
     check_free_space(run_dir)
     targets: dict[str, dict[str, Any]] = {}
     if specs:
-        from bench.target.materialize import materialize
+        from bench.target.select import materialize_targets
 
-        made = [materialize(spec, run_dir / "targets") for spec in specs]
+        made = materialize_targets(specs, run_dir / "targets", group=getattr(args, "group", None))
         targets = {t.name: t.metadata() for t in made}
         config = replace(config, external=(*config.external, *(str(t.path) for t in made)))
+        base = next((t for t in made if t.name == config.baseline), made[0])
+        if base.group is not None and args.request_model is None:
+            # every other strategy (control above all: every net figure is taken against it)
+            # builds the baseline revision's Req, so a figure net of control holds no
+            # difference between two request classes but the revisions' own
+            config = replace(config, request_model=str(base.path.with_suffix(".reqmodel.json")))
         _check_strategies_and_device(config)
     command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
     manifest = runner.start_run(config, run_dir, command, targets=targets)
     print(f"run folder: {run_dir}", file=sys.stderr)
     return run_dir, manifest, config
-
-
-def _budget_changes(args: argparse.Namespace, config_file: str | None = None) -> dict[str, Any]:
-    """budget_s and precision_pct from --budget / --precision, else from the --config file,
-    else the defaults of the set."""
-    from bench.storage import read_json
-
-    given = read_json(Path(config_file)) if config_file else {}
-    given = given if isinstance(given, dict) else {}
-    out: dict[str, Any] = {}
-    budget = getattr(args, "budget", BUDGET_DEFAULT)
-    if budget is not BUDGET_DEFAULT:
-        out["budget_s"] = budget
-    elif "budget_s" not in given:
-        out["budget_s"] = QUICK_BUDGET_S if args.quick else RUN_BUDGET_S
-    precision = getattr(args, "precision", None)
-    if precision is not None:
-        out["precision_pct"] = precision
-    elif "precision_pct" not in given:
-        out["precision_pct"] = QUICK_PRECISION_PCT if args.quick else RUN_PRECISION_PCT
-    return out
-
-
-def _add_budget_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--budget",
-        type=duration_s,
-        default=BUDGET_DEFAULT,
-        metavar="DURATION",
-        help=f"wall-clock budget of the suites, e.g. 6m, 90s (default {RUN_BUDGET_S:g} s, "
-        f"--quick {QUICK_BUDGET_S:g} s): after its plan, a suite adds rounds to the families "
-        "short of --precision while its share lasts; off: the fixed plan",
-    )
-    parser.add_argument(
-        "--precision",
-        type=percent,
-        metavar="PCT",
-        help=f"target 95%% CI half-width of each family's reported quantity, in percent of it "
-        f"(default {RUN_PRECISION_PCT:g}, --quick {QUICK_PRECISION_PCT:g})",
-    )
-
-
-def _policy(run_dir: Path, manifest: Manifest, config: RunConfig) -> Any:
-    """The adaptive runner's round policy (with or without a budget: it records each
-    family's rounds, precision and why it stopped)."""
-    from bench.adaptive import AdaptivePolicy
-
-    todo = [s for s in config.suites if not manifest.suites[s].finished]
-    spent = sum(r.wall_s or 0.0 for r in manifest.suites.values() if r.finished)
-    meta = manifest.strategies.get(config.baseline)
-    pattern = "as_written" if meta is not None and meta.target else "per_field"
-    return AdaptivePolicy(config, todo, spent_s=spent).with_baseline_pattern(pattern)
-
-
-def _execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest | int:
-    """Run the suites and print the terminal table; the final manifest, or the exit status of
-    an interruption (finished suites kept, and how to finish)."""
-    from bench import runner
-    from bench.report.console import render_table
-
-    try:
-        policy = _policy(run_dir, manifest, config)
-        manifest = runner.execute(run_dir, manifest, config, policy)
-        print(render_table(run_dir))
-        return manifest
-    except runner.Interrupted as exc:
-        print(
-            f"interrupted ({exc}); finished suites kept in {run_dir}; "
-            f"finish with: python -m bench run --resume {run_dir}",
-            file=sys.stderr,
-        )
-        return 128 + exc.signum
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -329,7 +255,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _refuse_moved_options(args)
         config = _config_from_args(args)
         run_dir, manifest, config = _new_run(config, args)
-    finished = _execute(run_dir, manifest, config)
+    finished = execute(run_dir, manifest, config)
     if isinstance(finished, int):
         return finished
     if getattr(args, "quick", False):
@@ -408,7 +334,7 @@ def _cmd_selftest_aa(args: argparse.Namespace) -> int:
 
     config = suites.default_config()
     config = config.quick() if args.quick else config
-    config = replace(config, **_budget_changes(args))
+    config = replace(config, **budget_changes(args))
     copies = tuple(args.copy or ())
     config = config_for(config, copies)
     try:
@@ -417,7 +343,7 @@ def _cmd_selftest_aa(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     run_dir, manifest, config = _new_run(config, args)
-    finished = _execute(run_dir, manifest, config)
+    finished = execute(run_dir, manifest, config)
     if isinstance(finished, int):
         return finished
     result = count_flags(run_dir, copy_names)
@@ -449,6 +375,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         metavar="PATH@REV[,PATH@REV]",
         help="also list revisions of an SGLang tree, each as the strategy it is measured as",
     )
+    p_list.add_argument("--group", metavar="NAME", help="with --target: the state group")
     p_list.set_defaults(func=_cmd_list)
 
     p_run = sub.add_parser("run", help="measure: run suites and write a run folder")
@@ -477,6 +404,12 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         help="measure revisions of an SGLang tree (PATH alone: its working tree), each with its "
         "own Req, state code and call sites, beside control (add built-ins with --strategy); "
         "the first is the baseline unless --baseline PATH@REV",
+    )
+    p_run.add_argument(
+        "--group",
+        metavar="NAME",
+        help="with --target: the state group to measure (python -m bench target groups lists "
+        "them; pd_hidden: the PD hidden study); default: what moved between the two revisions",
     )
     p_run.add_argument(
         "--quick", action="store_true", help="the small CI-sized set (about a minute here)"
@@ -536,7 +469,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     p_run.add_argument(
         "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go"
     )
-    _add_budget_options(p_run)
+    add_budget_options(p_run)
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
     p_run.add_argument(
@@ -558,7 +491,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         help="also measure this strategy file, a verbatim copy of the baseline under another NAME",
     )
     p_aa.add_argument("--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go")
-    _add_budget_options(p_aa)
+    add_budget_options(p_aa)
     p_aa.set_defaults(func=_cmd_selftest_aa)
 
     p_check = sub.add_parser(

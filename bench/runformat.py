@@ -141,6 +141,9 @@ class RequestFigures:
     dict_bytes: int  # sys.getsizeof(req.__dict__)
     tracked_values: int  # attribute values the cyclic GC tracks
     construct_ns: list[float] = field(default_factory=list)  # per request, one per repetition
+    # kept per request, measured by difference over a batch (0: a run before these were kept)
+    bytes: float = 0.0  # bytes allocated (tracemalloc): the request, its dict, nested objects
+    tracked_objects: float = 0.0  # objects the cyclic GC tracks
 
 
 @dataclass

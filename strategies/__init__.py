@@ -27,12 +27,15 @@ from bench.errors import UsageError
 from bench.names import TWIN_RE
 from strategies._contract import (
     FORWARD_SCANS,
+    HOME_KINDS,
+    PD_HIDDEN,
     OPTIONAL_ATTRS,
     OPTIONAL_MAPPINGS,
     REQUIRED_ATTRS,
     REQUIRED_FUNCS,
     SITE_NAMES,
     SITE_PATTERN_VALUES,
+    GroupSchema,
 )
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -74,11 +77,22 @@ class Strategy:
     forward_scan: str = "every_forward"
     capture: str | None = None
     target: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
+    # The state group it stores (PD hidden for every built-in), where the fields live, and for
+    # another group the access program the scheduler replays through it (strategies/_contract.py).
+    group: GroupSchema = PD_HIDDEN
+    home: Mapping[str, object] = field(default_factory=lambda: _EMPTY)
+    program: Mapping[str, object] | None = None
 
     @property
     def is_target(self) -> bool:
-        """Code of a revision, measured as written (pattern `as_written` only)."""
-        return bool(self.site_patterns)
+        """Code of a revision (or a group in a home), measured as written (pattern `as_written`
+        only)."""
+        return bool(self.site_patterns) or self.program is not None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The names of the fields its state holds (its group's schema)."""
+        return self.group.names
 
 
 # A/A twins: "<name>.aa" (then ".aa2", ".aa3"; bench.names.TWIN_RE): the baseline's own source
@@ -223,6 +237,39 @@ def _target_fields(module: ModuleType, where: str) -> dict[str, Any]:
         if not isinstance(target, Mapping):
             raise StrategyError(f"{where}: TARGET must be a mapping")
         out["target"] = MappingProxyType(dict(target))
+    out.update(_group_fields(module, where))
+    return out
+
+
+def _group_fields(module: ModuleType, where: str) -> dict[str, Any]:
+    """GROUP, HOME and ACCESSES (a strategy of another state group), checked."""
+    out: dict[str, Any] = {}
+    group = getattr(module, "GROUP", None)
+    home = getattr(module, "HOME", None)
+    program = getattr(module, "ACCESSES", None)
+    if group is None and home is None and program is None:
+        return out
+    if group is None or home is None or program is None:
+        raise StrategyError(f"{where}: GROUP, HOME and ACCESSES go together (one is missing)")
+    if not isinstance(group, Mapping):
+        raise StrategyError(f"{where}: GROUP must be a mapping with 'name' and 'fields'")
+    try:
+        out["group"] = GroupSchema.from_mapping(group)
+    except ValueError as exc:
+        raise StrategyError(f"{where}: {exc}") from None
+    if (
+        not isinstance(home, Mapping)
+        or home.get("kind") not in HOME_KINDS
+        or not isinstance(home.get("reach"), str)
+    ):
+        raise StrategyError(
+            f"{where}: HOME must map 'kind' (one of {', '.join(HOME_KINDS)}) and 'reach' "
+            "(the expression that reaches the fields' holder from req)"
+        )
+    if not isinstance(program, Mapping) or not isinstance(program.get("sites"), list):
+        raise StrategyError(f"{where}: ACCESSES must be an access program with 'sites'")
+    out["home"] = MappingProxyType(dict(home))
+    out["program"] = MappingProxyType(dict(program))
     return out
 
 

@@ -41,11 +41,25 @@ bench/target/materialize.py), so that it is measured as that revision runs:
                                     decode forwards read a batch-level field), none
     CAPTURE: str                    get | peek: the scan creates states (get) or not (peek)
     TARGET: Mapping[str, object]    where the code came from (path, revision, commit, layout)
+
+A strategy of another state group than PD hidden (`--target ... --group NAME`, `target advise`:
+bench/target/homes.py writes such modules) stores that group's fields instead of the ten, and
+the scheduler replays the group's accesses through it instead of the PD hidden call sites:
+
+    GROUP: Mapping[str, object]     {"name": ..., "fields": {field: default expression}}; the
+                                    group's schema (PD hidden when absent)
+    HOME: Mapping[str, object]      where the fields live: {"kind": ..., "reach": EXPR, ...};
+                                    EXPR is how a call site reaches the fields' holder from
+                                    `req` (`req` itself for fields on the request)
+    ACCESSES: Mapping[str, object]  the access program (bench.core.groupsites.GroupProgram):
+                                    per hot-path function, its field accesses and frequency
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -81,6 +95,9 @@ OPTIONAL_ATTRS: tuple[str, ...] = (
     "FORWARD_SCAN",
     "CAPTURE",
     "TARGET",
+    "GROUP",
+    "HOME",
+    "ACCESSES",
 )
 FORWARD_SCANS: tuple[str, ...] = ("every_forward", "prefill_batch", "none")
 # The call sites a SITE_PATTERNS mapping names (bench.core.callsites holds their code) and the
@@ -96,6 +113,21 @@ SITE_NAMES: tuple[str, ...] = (
 # direct: the fields are the request's own attributes (`req.meta`, no lookup at all)
 DIRECT = "direct"
 SITE_PATTERN_VALUES: tuple[str, ...] = ("per_field", "cached", DIRECT)
+# Where a state group's fields may live (HOME["kind"]; bench/target/homes.py writes each):
+#   inline             attributes set in Req.__init__ (req.f)
+#   container          an object built in Req.__init__ (req.G.f): slots or dict dataclass
+#   container_lazy     req.G is None until the first access creates it
+#   lazy_attribute     not on the class at all: getattr(req, G, None), attached on first access
+#   declared_attribute G = None declared on class Req, attached on first access
+#   side_table         a module-level mapping keyed by the request (weak or strong) or its id
+HOME_KINDS: tuple[str, ...] = (
+    "inline",
+    "container",
+    "container_lazy",
+    "lazy_attribute",
+    "declared_attribute",
+    "side_table",
+)
 # The access pattern of a strategy with SITE_PATTERNS: each call site as its revision wrote it.
 AS_WRITTEN = "as_written"
 
@@ -129,9 +161,69 @@ class PDHiddenReqState:
         self.owner_direct_sent = False
 
 
-def set_fields(state: object, fields: Mapping[str, object]) -> None:
-    """Write named fields onto a state object, refusing names outside the contract."""
+# Default expressions a group's field may have: literals and fresh empty containers (each
+# evaluation builds a new one, as a dataclass default factory does).
+_FRESH = {"[]": list, "{}": dict, "set()": set, "list()": list, "dict()": dict}
+
+
+def default_value(expr: str) -> object:
+    """The value of a field's default expression (a literal, or a fresh empty container)."""
+    if expr in _FRESH:
+        return _FRESH[expr]()
+    try:
+        return ast.literal_eval(expr)
+    except (ValueError, SyntaxError):
+        raise ValueError(f"default {expr!r}: a literal or an empty container expected") from None
+
+
+@dataclass(frozen=True)
+class GroupSchema:
+    """A state group: per-request fields, each with its default as an expression, in order.
+    The built-in strategies store PD_HIDDEN; a strategy of a user's tree may store any group
+    (GROUP)."""
+
+    name: str
+    fields: tuple[tuple[str, str], ...]  # (field, default expression)
+    source: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f for f, _ in self.fields)
+
+    def defaults(self) -> dict[str, object]:
+        """Every field's default, fresh containers each call."""
+        return {f: default_value(expr) for f, expr in self.fields}
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, object]) -> GroupSchema:
+        fields = raw.get("fields")
+        if not isinstance(fields, Mapping) or not fields:
+            raise ValueError("GROUP must hold a non-empty 'fields' mapping")
+        for f, expr in fields.items():
+            if not (isinstance(f, str) and f.isidentifier() and isinstance(expr, str)):
+                raise ValueError("GROUP fields must map identifiers to default expressions")
+            default_value(expr)
+        return cls(str(raw.get("name", "group")), tuple(fields.items()), str(raw.get("source", "")))
+
+    def to_mapping(self) -> dict[str, object]:
+        return {"name": self.name, "fields": dict(self.fields), "source": self.source}
+
+
+# The project's own study: the ten fields above, a GroupSchema like any other group.
+PD_HIDDEN = GroupSchema(
+    "pd_hidden",
+    tuple((f, repr(v)) for f, v in FIELD_DEFAULTS.items()),
+    source="PDHiddenReqState, hidden_state.py at bytedance-iaas/sglang 32990a0560",
+)
+
+
+def set_fields(
+    state: object, fields: Mapping[str, object], group: GroupSchema = PD_HIDDEN
+) -> None:
+    """Write named fields onto a state object, refusing names outside the group."""
+    names = group.names
     for name, value in fields.items():
-        if name not in FIELD_DEFAULTS:
-            raise TypeError(f"unknown PD-hidden field {name!r}; fields are: {', '.join(FIELDS)}")
+        if name not in names:
+            label = "PD-hidden" if group is PD_HIDDEN else group.name
+            raise TypeError(f"unknown {label} field {name!r}; fields are: {', '.join(names)}")
         setattr(state, name, value)

@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "bench.adaptive": 8,  # the runner's further rounds: reads statistics of what was measured
     "bench.report.load": 8,
     "bench.report": 9,
+    "bench.orchestration": 9,
     "bench.suites.*.view": 9,
     "bench.core.cli": 10,
     "bench.core.scenario_docs": 10,

@@ -80,7 +80,8 @@ def test_summary_markdown(run: Path) -> None:
     )
     assert "shorter than 2.00 ms, so at this forward time it does not" in paragraph
     assert (
-        "| `pr652` | fork-c96e68b62b | 140 | 3,328 | 14 | 9.00 \\[9.00, 9.00\\] |" not in md
+        "| `pr652` | fork-c96e68b62b | 140 | 3,328 | 14 | 4,238 | 10.5 | 9.00 \\[9.00, 9.00\\] |"
+        not in md
     )  # only with --target
 
 
@@ -114,7 +115,8 @@ def test_report_html(run: Path) -> None:
     assert "A/A twin (noise floor)" in html
     # the request class table, every figure as written
     assert re.search(
-        r"fork-c96e68b62b</td><td[^>]*>140</td><td[^>]*>3,328</td><td[^>]*>14</td><td[^>]*>9\.00 \[9\.00, 9\.00\]",
+        r"fork-c96e68b62b</td><td[^>]*>140</td><td[^>]*>3,328</td><td[^>]*>14</td><td[^>]*>4,238</td>"
+        r"<td[^>]*>10\.5</td><td[^>]*>9\.00 \[9\.00, 9\.00\]",
         html,
     )
 

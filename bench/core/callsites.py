@@ -351,7 +351,9 @@ def compile_callsites(strategy: Strategy, pattern: str) -> CallSites:
     """The call sites for one strategy and access pattern (null ones if it holds no state).
     `as_written`: each call site with the pattern the strategy's revision uses there."""
     check_pattern(strategy, pattern)
-    if not strategy.holds_state:
+    if not strategy.holds_state or strategy.program is not None:
+        # control, or a strategy of another state group: its accesses are replayed by the
+        # group program (bench.core.groupsites), not through the PD hidden call sites
         return null_callsites(strategy, pattern)
     namespace: dict[str, Any] = {"get": strategy.get, "peek": strategy.peek}
     funcs: dict[str, Any] = {}

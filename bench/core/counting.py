@@ -29,6 +29,9 @@ class OpCounts:
     lookups: int = 0  # get and peek calls made by the call sites
     created: int = 0  # get calls that found no state and created one
     by_site: dict[str, int] = field(default_factory=dict)  # lookups per call site
+    # A state group's replayed accesses (bench.core.groupsites): the requests each event list
+    # held, summed over the iterations (batch, new, finished, chunks, inflight)
+    events: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: OpCounts) -> None:
         self.iterations += other.iterations
@@ -36,6 +39,8 @@ class OpCounts:
         self.created += other.created
         for site, n in other.by_site.items():
             self.by_site[site] = self.by_site.get(site, 0) + n
+        for event, n in other.events.items():
+            self.events[event] = self.events.get(event, 0) + n
 
 
 def counted(strategy: Strategy, counts: OpCounts) -> Strategy:
@@ -68,6 +73,7 @@ def count_ops(
     seed: int,
     steps: int,
     requests: RequestSource | None = None,
+    group_layout: tuple[tuple[str, bool], ...] | None = None,
 ) -> OpCounts:
     """Lookups and creations over `steps` iterations after the scenario's warm-up."""
     warm = OpCounts()
@@ -79,9 +85,22 @@ def count_ops(
         seed=seed,
         hidden=host_hidden(scenario.chunk_tokens),
         requests=requests,
+        counting=True,
+        group_layout=group_layout,
     )
+    events: dict[str, int] = {}
+    group = sched.group
+    if group is not None:
+
+        def counting_group(*lists: Any) -> None:
+            for key, reqs in zip(_EVENTS, lists[:5], strict=True):
+                events[key] = events.get(key, 0) + len(reqs)
+            group(*lists)
+
+        sched.group = counting_group
     sched.run(warmup_steps(scenario))
     before = dataclasses.replace(warm, by_site=dict(warm.by_site))
+    events.clear()
     sched.run(steps)
     sched.close()
     by_site = {k: v - before.by_site.get(k, 0) for k, v in warm.by_site.items()}
@@ -90,4 +109,27 @@ def count_ops(
         lookups=warm.lookups - before.lookups,
         created=warm.created - before.created,
         by_site={k: v for k, v in by_site.items() if v},
+        events=dict(events),
     )
+
+
+# The event lists a group program iterates over, in its arguments' order.
+_EVENTS = ("batch", "new", "finished", "chunks", "inflight")
+
+
+def event_means(scenario: Scenario, *, seed: int, steps: int) -> dict[str, float]:
+    """Requests per iteration in each event list a group program iterates over (batch, new,
+    finished, chunks, inflight), means over `steps` untimed iterations after the warm-up."""
+    from bench.core.groupsites import FREQUENCIES
+    from strategies import load_builtin
+
+    layout = tuple((f, True) for f in FREQUENCIES)
+    counts = count_ops(
+        load_builtin("control"),
+        scenario,
+        pattern="per_field",
+        seed=seed,
+        steps=steps,
+        group_layout=layout,
+    )
+    return {k: v / steps for k, v in counts.events.items()}

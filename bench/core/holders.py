@@ -10,10 +10,20 @@ user's tree in target mode) gets the generic small object bench.core.workload al
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 import msgspec
+
+
+class _Model(Protocol):
+    """What holders_of reads of a request model (bench.core.reqmodel.RequestModel)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def holders(self) -> tuple[tuple[str, Any], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,19 @@ class Holder:
     frozen: bool = False  # a frozen dataclass: object.__setattr__ per field
     shared: bool = False  # the same object for every request (an enum member)
     source: str = ""
+    # The fields by name with their default expressions, when read from a tree's class
+    # definition (bench.target.groups): the stand-in then has the real names, so a call site
+    # replayed through it reads `req.logprob.top_logprobs_num`.
+    names: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if k != "names"}
+        return out | {"names": [list(n) for n in self.names]}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Holder:
+        names = tuple((str(a), str(b)) for a, b in raw.get("names", []))
+        return cls(**{k: v for k, v in raw.items() if k != "names"}, names=names)
 
 
 LAYOUTS = ("dict", "slots", "struct")
@@ -89,8 +112,12 @@ HOLDERS: dict[str, dict[str, Holder]] = {
 }
 
 
-def holders_of(model: str) -> dict[str, Holder]:
-    return HOLDERS.get(model, {})
+def holders_of(model: _Model | str) -> dict[str, Holder]:
+    """The nested objects a model's Req builds: the shipped table's (by the model's name), and
+    those the model read from its own tree (target mode)."""
+    if isinstance(model, str):
+        return HOLDERS.get(model, {})
+    return {**HOLDERS.get(model.name, {}), **dict(model.holders)}
 
 
 def call_name(source: str) -> str:
@@ -111,18 +138,22 @@ class _NullContextStandIn:
     """Stand-in for TraceNullContext, built per time-stats object (a default factory)."""
 
 
-_CLASSES: dict[tuple[str, str], Any] = {}
+_CLASSES: dict[tuple[str, str, Holder], Any] = {}
 
 
 def stand_in(model: str, call: str, holder: Holder) -> Any:
     """A factory (called with no arguments, or max_new_tokens=... for sampling params) for the
     holder, built once per (model, call); for a shared holder, the shared object itself is
     returned by calling it."""
-    key = (model, call)
+    key = (model, call, holder)
     if key in _CLASSES:
         return _CLASSES[key]
     name = call.split(".")[0] + "StandIn"
     names = [f"f{i}" for i in range(holder.fields)]
+    exprs = ["0"] * len(names)
+    if holder.names:
+        names = [n for n, _ in holder.names]
+        exprs = [e for _, e in holder.names]
     factory: Any
     if holder.shared:
         member = CaptureModeStandIn.NULL
@@ -131,12 +162,17 @@ def stand_in(model: str, call: str, holder: Holder) -> Any:
             return member
 
     elif holder.layout == "struct":
-        fields = [("max_new_tokens", int, 0), *((n, int, 0) for n in names[1:])]
+        fields: list[tuple[str, Any, Any]] = [
+            ("max_new_tokens", int, 0),
+            *((n, int, 0) for n in names[1:]),
+        ]
+        if holder.names:
+            fields = [(n, Any, None) for n in names]
         factory = msgspec.defstruct(name, fields, kw_only=True, omit_defaults=True)
     else:
         lines = ["def __init__(self, **_):"]
         setter = "object.__setattr__(self, {n!r}, {v})" if holder.frozen else "self.{n} = {v}"
-        lines += ["    " + setter.format(n=n, v="0") for n in names]
+        lines += ["    " + setter.format(n=n, v=e) for n, e in zip(names, exprs, strict=True)]
         child = 0
         for _ in range(holder.tracked_children):
             lines.append("    " + setter.format(n=f"c{child}", v="_NullContextStandIn()"))

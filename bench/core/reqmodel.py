@@ -96,6 +96,9 @@ class RequestModel:
     params: tuple[Param, ...] = ()
     inlined: tuple[str, ...] = ()  # methods whose self-assignments were followed
     notes: tuple[str, ...] = field(default=())
+    # Nested objects read from the model's own tree (call -> bench.core.holders.Holder): a
+    # revision's containers in target mode; the shipped models' are in holders.HOLDERS.
+    holders: tuple[tuple[str, Any], ...] = ()
 
     def histogram(self) -> dict[str, int]:
         return dict(Counter(a.kind for a in self.attrs).most_common())
@@ -106,7 +109,7 @@ class RequestModel:
         from bench.core.holders import holders_of
 
         kinds = TRACKED_KINDS | ({"array", "ids"} if gc.is_tracked(array("q")) else set())
-        sampling = holders_of(self.name).get("SamplingParams")
+        sampling = holders_of(self).get("SamplingParams")
         if sampling is not None and sampling.layout == "struct":
             kinds -= {"sampling"}  # a msgspec.Struct of scalars: not tracked
         return sum(1 for a in self.attrs if a.kind in kinds)
@@ -119,6 +122,7 @@ class RequestModel:
             "params": [asdict(p) for p in self.params],
             "inlined": list(self.inlined),
             "notes": list(self.notes),
+            **({"holders": {c: h.to_json() for c, h in self.holders}} if self.holders else {}),
         }
 
     @classmethod
@@ -130,7 +134,14 @@ class RequestModel:
             params=tuple(Param(**p) for p in raw.get("params", [])),
             inlined=tuple(raw.get("inlined", [])),
             notes=tuple(raw.get("notes", [])),
+            holders=_holders(raw.get("holders", {})),
         )
+
+
+def _holders(raw: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    from bench.core.holders import Holder
+
+    return tuple((str(c), Holder.from_json(h)) for c, h in raw.items())
 
 
 # -- reading the source -------------------------------------------------------------------------
@@ -255,7 +266,11 @@ class _Reader:
                     method, method_where = methods[func.attr]
                     self.inlined.append(func.attr)
                     self._walk(method.body, methods, method_where, depth=depth + 1, nested=nested)
-            for child in ("body", "orelse", "finalbody"):
+            children = ("body", "orelse", "finalbody")
+            if isinstance(stmt, ast.If) and self._truth(stmt.test) is False:
+                # the branch the minimal arguments take first: its values are the instance's
+                children = ("orelse", "body", "finalbody")
+            for child in children:
                 if not isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) and isinstance(
                     getattr(stmt, child, None), list
                 ):
@@ -288,6 +303,36 @@ class _Reader:
             where="" if where == self.path else where.name,
             nested=nested,
         )
+
+    def _truth(self, node: ast.expr) -> bool | None:
+        """The value of a condition with the minimal constructor arguments, when the reader can
+        tell (a parameter's literal default, `not`, `is None`, `and`/`or` of those)."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._truth(node.operand)
+            return None if inner is None else not inner
+        if isinstance(node, ast.Name) and node.id in self.params:
+            return bool(self.params[node.id])
+        if (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.left, ast.Name)
+            and node.left.id in self.params
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value is None
+            and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+        ):
+            is_none = self.params[node.left.id] is None
+            return is_none if isinstance(node.ops[0], ast.Is) else not is_none
+        if isinstance(node, ast.BoolOp):
+            values = [self._truth(v) for v in node.values]
+            if isinstance(node.op, ast.And):
+                if False in values:
+                    return False
+                return True if all(v is True for v in values) else None
+            if True in values:
+                return True
+            return False if all(v is False for v in values) else None
+        return None
 
     def _falsy(self, node: ast.expr) -> bool:
         """Does this expression evaluate falsy with minimal constructor arguments?"""

@@ -140,6 +140,13 @@ PARAMS: dict[str, Param] = {
         lo=0,
         hi=256,
     ),
+    "branch_share": Param(
+        float,
+        "share of requests for which a replayed state-group access under a branch the reader "
+        "cannot resolve runs (`if req.return_logprob:`); groups other than PD hidden only",
+        lo=0.0,
+        hi=1.0,
+    ),
 }
 
 
@@ -173,6 +180,7 @@ class Scenario:
     forward_ms: float
     keep_finished: int
     batch_objects_per_request: int
+    branch_share: float
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     modified: tuple[str, ...] = ()  # parameters changed from the preset by --set / --sweep
 
@@ -354,6 +362,11 @@ _PREFILL: dict[str, tuple[Any, str]] = {
     "forward_ms": (1200.0, PREFILL_FORWARD),
     "keep_finished": (0, NON_OVERLAP_LOOP),
     "batch_objects_per_request": (2, GC_SURVIVORS),
+    "branch_share": (
+        1.0,
+        "assumption: every branch the access reader cannot resolve is taken (an upper bound on a "
+        "group's accesses per iteration); swept with --sweep branch_share=0,0.5,1",
+    ),
 }
 
 
@@ -488,7 +501,11 @@ PRESETS: dict[str, Scenario] = {
 }
 
 # Parameters added after runs were recorded without them: the value such a run measured.
-ABSENT_MEANS: dict[str, Any] = {"dp_size": 1, "accepted_tokens_per_verify": 1}
+ABSENT_MEANS: dict[str, Any] = {
+    "dp_size": 1,
+    "accepted_tokens_per_verify": 1,
+    "branch_share": 1.0,
+}
 
 DEFAULT_SET = ("prefill-dspark", "prefill-sharegpt", "prefill-no-dspark", "decode-dspark")
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from bench.core.allocator import IntervalAllocator
 from bench.core.arrivals import Arrival, request_stream
 from bench.core.callsites import CallSites, check_pattern, compile_callsites
+from bench.core.groupsites import GroupFunc, blocks, compile_program, program_of
 from bench.core.hostpool import HostPool
 from bench.core.scenarios import Scenario
 from bench.core.workload import RequestSource
@@ -130,6 +131,8 @@ class SchedulerLoop:
         hidden: Any = None,
         sites: CallSites | None = None,
         requests: RequestSource | None = None,
+        group_layout: tuple[tuple[str, bool], ...] | None = None,
+        counting: bool = False,
     ) -> None:
         check_pattern(strategy, pattern)
         self.strategy = strategy
@@ -163,12 +166,44 @@ class SchedulerLoop:
         self.admitted = 0
         self._step_aborts = 0
         self._prefill_batch = 0
+        # Another state group's accesses (bench.core.groupsites), replayed once per iteration
+        # in the blocks every strategy of the run shares (group_layout; its own without one).
+        program = program_of(strategy.program)
+        layout = group_layout
+        if layout is None:
+            layout = blocks([program] if program else [], scenario.loop)
+        self.group: GroupFunc | None = compile_program(
+            strategy.name,
+            program,
+            strategy.home,
+            strategy.get,
+            strategy.group.defaults(),
+            scenario.loop,
+            layout,
+            counting=counting,
+        )
+        self._new: list[Any] = []  # requests built this iteration
 
     # -- shared pieces ----------------------------------------------------------------------
 
     def _next(self) -> Tracked:
         a = next(self._stream)
+        if self.group is not None:
+            self._new.append(a.req)
         return Tracked(req=a.req, prompt_len=a.prompt_len, output_len=a.output_len, meta=a.meta)
+
+    def _group_accesses(
+        self,
+        batch: list[Any],
+        finished: list[Tracked],
+        chunks: list[Any],
+        inflight: list[Any],
+    ) -> None:
+        """This iteration's accesses of the run's state group (none for PD hidden runs)."""
+        if self.group is not None:
+            done = [t.req for t in finished]
+            self.group(batch, self._new, done, chunks, inflight, self.scenario.branch_share)
+            self._new = []  # no reference kept past the iteration
 
     def _arrivals(self) -> int:
         """Requests arriving this iteration at the scenario's rate (not for 'fill')."""
@@ -246,6 +281,7 @@ class SchedulerLoop:
         self.finished.clear()
         self._retiring = []
         self._batches.clear()
+        self._new = []
 
 
 class PrefillLoop(SchedulerLoop):
@@ -290,6 +326,7 @@ class PrefillLoop(SchedulerLoop):
         self.step_no += 1
         self._step_aborts = 0
         self.admitted = 0
+        self._new = []
         self._receive()
         self._abort_failed()
         self._pop_bootstrapped()
@@ -306,7 +343,12 @@ class PrefillLoop(SchedulerLoop):
             else:  # no scan in this code: the batch knows (a batch-level field)
                 capturing = truth
             self._process_result(batch, capturing)
-        self._process_inflight()
+        polled = [t.req for t in self.inflight] if self.group is not None else []
+        done = self._process_inflight()
+        if self.group is not None:
+            reqs = [t.req for t, *_ in batch]
+            self._group_accesses(reqs, done, reqs, polled)
+        self._finish(done)
         self._retire()
 
     def _backlog_tokens(self) -> int:
@@ -334,10 +376,10 @@ class PrefillLoop(SchedulerLoop):
         self.admitted += 1
         return t
 
-    def _abort_failed(self) -> None:
+    def _abort_failed(self) -> list[Tracked]:
         """handle_bootstrap_failure (prefill.py:1712-1746): release (11 lookups) and abort."""
         if not self._failing:
-            return
+            return []
         failed, self._failing = self._failing, []
         for t in failed:
             self.sites.release_metadata(t.req)
@@ -345,6 +387,7 @@ class PrefillLoop(SchedulerLoop):
         self.aborted += len(failed)
         self._step_aborts += len(failed)
         self._finish(failed)
+        return failed
 
     def _pop_bootstrapped(self) -> None:
         """Finalize every request whose decode-side metadata has arrived; others stay."""
@@ -496,7 +539,9 @@ class PrefillLoop(SchedulerLoop):
             self._worker_frees.append((self.step_no + self.scenario.ack_delay, t.rows))
             t.rows = None
 
-    def _process_inflight(self) -> None:
+    def _process_inflight(self) -> list[Tracked]:
+        """Poll every inflight request; those whose transfer ended are released and returned
+        (the caller finishes them)."""
         step = self.step_no
         done: list[Tracked] = []
         undone: list[Tracked] = []
@@ -525,7 +570,7 @@ class PrefillLoop(SchedulerLoop):
             if t.failed:
                 self.aborted += 1
                 self._step_aborts += 1
-        self._finish(done)
+        return done
 
     def worker_tick(self) -> None:
         """The transfer worker thread: frees rows whose chunk was ACKed (streaming) or whose
@@ -581,6 +626,7 @@ class DecodeLoop(SchedulerLoop):
     def _iterate(self) -> None:
         self.step_no += 1
         self.admitted = 0
+        self._new = []
         prefill: list[Tracked] = []
         if self.colocated:
             self._receive_colocated()
@@ -610,6 +656,8 @@ class DecodeLoop(SchedulerLoop):
                 t.generated = 1
                 (finished if t.generated >= t.output_len else still).append(t)
         self.running = still
+        if self.group is not None:
+            self._group_accesses(reqs, finished, [t.req for t in prefill], [])
         self._finish(finished)
         self._retire()
 

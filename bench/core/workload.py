@@ -283,7 +283,7 @@ def _model_lines(model: RequestModel) -> tuple[list[str], str, dict[str, Any]]:
         f", *, {signature}" if signature else ""
     )
     lines = [head + "):"]
-    known = holders.holders_of(model.name)
+    known = holders.holders_of(model)
     namespace: dict[str, Any] = {}
     for i, a in enumerate(model.attrs):
         call = "SamplingParams" if a.kind == "sampling" else holders.call_name(a.source)

@@ -36,8 +36,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             raise UsageError(
                 "gate --target measures the revisions' own code: no --strategy/--pattern"
             )
-        target = TargetSpec(args.target, args.base, args.head)
-    elif args.head:
+        target = TargetSpec(args.target, args.base, args.head, args.group)
+    elif args.head or args.group:
         raise UsageError(
             "gate --head REV is for --target PATH (this tree's gate runs the working tree)"
         )
@@ -81,6 +81,12 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "working tree), measured by this harness",
     )
     p_gate.add_argument("--head", metavar="REV", help="with --target: the candidate revision")
+    p_gate.add_argument(
+        "--group",
+        metavar="NAME",
+        help="with --target: the state group to gate (default: what moved between the "
+        "revisions; pd_hidden: the PD hidden study)",
+    )
     p_gate.add_argument("--mode", choices=("wall", "instructions"), default="wall")
     p_gate.add_argument(
         "--strategy", type=csv_list, help="gated strategies (default from pyproject)"

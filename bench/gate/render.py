@@ -107,6 +107,32 @@ def where_markdown(where: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def group_markdown(group: dict[str, Any]) -> list[str]:
+    """A state group's change: its home on each side, the request each side builds, and per
+    scenario the functions the change comes from (static loads and lookups per iteration)."""
+    out = [
+        f"**State group `{group.get('group')}`**: {group.get('base_home')} → "
+        f"{group.get('head_home')}.",
+        "",
+        "| request (built here) | attributes | bytes | GC-tracked objects | construction µs |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for side, fp in (group.get("requests") or {}).items():
+        out.append(
+            f"| {side} | {fp['attributes']} | {fp['bytes']:,.0f} | {fp['tracked']:,.1f} "
+            f"| {fp['construct_ns'] / 1e3:,.2f} |"
+        )
+    out += [
+        "",
+        "Where the change comes from (attribute loads and lookups per iteration, static):",
+        "",
+    ]
+    for scenario, moved in (group.get("where") or {}).items():
+        text = ", ".join(f"`{f}` {a:,.0f} → {b:,.0f}" for f, a, b in moved) or "no function moved"
+        out.append(f"- {scenario}: {text}")
+    return out
+
+
 def error_markdown(message: str, mode: str) -> str:
     """What gate.md holds when the gate could not judge (exit 2)."""
     return f"**reqstate-bench gate: ERROR** ({mode} mode): {message}\n"
@@ -165,6 +191,8 @@ def render_markdown(
     where = meta.get("where") or []
     if where:
         lines += ["", *where_markdown(where)]
+    if meta.get("group"):
+        lines += ["", *group_markdown(meta["group"])]
     notes = meta.get("base_notes") or []
     if notes:
         lines += ["", "Across trees: " + "; ".join(str(n) for n in notes) + "."]

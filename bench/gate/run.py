@@ -26,6 +26,7 @@ from bench.gate.config import GateConfig
 from bench.gate.git import default_base, snapshot, worktree
 from bench.gate.judge import SCHEMA, Judgement, judge, load_baseline
 from bench.gate.render import error_markdown, render_markdown, render_terminal
+from bench.names import BenchName
 from bench.storage import ROOT, write_atomic, write_json
 
 MODES = ("wall", "instructions")
@@ -64,6 +65,7 @@ class TargetSpec:
     path: str
     base: str
     head: str | None = None  # None: the working tree
+    group: str | None = None  # the state group (bench.target.select); None: what moved
 
 
 def _measure_target(
@@ -74,8 +76,9 @@ def _measure_target(
 
     cfg = tgt.target_config(cfg)
     with tempfile.TemporaryDirectory(prefix="reqstate-gate-target-") as tmp:
-        revs = tgt.prepare(target.path, target.base, target.head, Path(tmp))
-        meta = revs.meta()
+        revs = tgt.prepare(target.path, target.base, target.head, Path(tmp), group=target.group)
+        gated = {BenchName.parse(b).get("scenario") or "" for b in cfg.benchmarks(mode)}
+        meta = revs.meta(sorted(gated - {""}))
         wall.progress(
             f"[gate] {mode} mode: {meta['base']} vs {meta['candidate']}, "
             f"{len(cfg.benchmarks(mode))} benchmarks"

@@ -28,7 +28,7 @@ from bench.errors import DataError
 from bench.gate.config import GateConfig
 from bench.names import BenchName
 from bench.storage import ROOT, read_json
-from bench.target.materialize import Target, materialize
+from bench.target.materialize import Target
 
 TARGET = "target"  # the strategy name in gated benchmark names
 BASE, HEAD = "gate_base", "gate_head"
@@ -43,12 +43,22 @@ class Revisions:
     base: Target
     head: Target
 
-    def meta(self) -> dict[str, Any]:
-        return {
-            "base": self.base.inspection.tree.label,
-            "candidate": self.head.inspection.tree.label,
+    def meta(self, scenario_names: list[str] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "base": self.base.tree.label,
+            "candidate": self.head.tree.label,
             "targets": {"base": self.base.metadata(), "candidate": self.head.metadata()},
         }
+        if self.head.group is not None and self.base.group is not None:
+            from bench.target.report import group_summary
+
+            out["group"] = group_summary(
+                self.base.metadata(),
+                self.head.metadata(),
+                (self.base.path, self.head.path),
+                scenario_names or [],
+            )
+        return out
 
 
 def target_config(cfg: GateConfig) -> GateConfig:
@@ -56,10 +66,16 @@ def target_config(cfg: GateConfig) -> GateConfig:
     return replace(cfg, strategies=(TARGET,), patterns=("as_written",))
 
 
-def prepare(path: str, base_rev: str, head_rev: str | None, folder: Path) -> Revisions:
-    """Both revisions as strategy modules in `folder` (an unrecognised revision: exit 2)."""
-    base = materialize(f"{path}@{base_rev}", folder, name=BASE)
-    head = materialize(path if head_rev is None else f"{path}@{head_rev}", folder, name=HEAD)
+def prepare(
+    path: str, base_rev: str, head_rev: str | None, folder: Path, *, group: str | None = None
+) -> Revisions:
+    """Both revisions as strategy modules in `folder` (an unrecognised revision, a group that
+    cannot be found: exit 2), of the state group `group` (bench.target.select: what moved
+    between them by default)."""
+    from bench.target.select import materialize_targets
+
+    specs = [f"{path}@{base_rev}", path if head_rev is None else f"{path}@{head_rev}"]
+    base, head = materialize_targets(specs, folder, group=group, names=[BASE, HEAD])
     return Revisions(base, head)
 
 
@@ -70,12 +86,13 @@ def _rename(name: str, strategy: str) -> str:
 def worker_config(cfg: GateConfig, revs: Revisions) -> RunConfig:
     from bench.gate.wall import worker_config as plain
 
-    return replace(
+    config = replace(
         plain(cfg),
         strategies=(BASE, HEAD, AA),
         external=(str(revs.base.path), str(revs.head.path)),
         patterns=("per_field",),  # built-ins only; the revisions run as written
     )
+    return config
 
 
 def measure_wall(cfg: GateConfig, revs: Revisions) -> dict[str, dict[str, list[float]]]:
@@ -153,9 +170,9 @@ def where(cfg: GateConfig, revs: Revisions, judgements: list[Any]) -> list[dict[
     python = attribution.perf_python()
     sides = _sides(cfg, revs, list(benchmarks))
     renames = {
-        f"{t.name}_state.py": f"{t.inspection.home.module.rsplit('/', 1)[-1]}@{t.inspection.tree.short}"
+        f"{t.name}_state.py": f"{t.state_module.rsplit('/', 1)[-1]}@{t.tree.short}"
         for t in (revs.base, revs.head)
-        if t.inspection.home.module
+        if t.state_module
     }
     out = []
     for j in chosen[:ATTRIBUTED]:

@@ -13,9 +13,10 @@ from typing import Any
 
 from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
+from bench.core.groupsites import blocks, program_of
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
-from bench.gcprobe import DEFERRED, GcProbe, apply_gc_mode, collect_due, gc_paused
+from bench.gcprobe import DEFERRED, GcProbe, apply_gc_mode, collect_due, gc_paused, per_item_cost
 from bench.measure.context import (
     Subject,
     SuiteOutput,
@@ -173,6 +174,10 @@ def build_recorders(
     clock = StepClock(ctx.device)
     recorders: dict[BenchName, StepRecorder] = {}
     hidden = make_hidden(scenario, pool) if scenario.loop == "prefill" else None
+    # the loops of every replayed state group, the same for every strategy (control included)
+    layout = blocks(
+        [p for p in (program_of(s.program) for s in ctx.strategies) if p], scenario.loop
+    )
     for s in ctx.strategies:
         if s.name in out.failures:
             continue
@@ -190,6 +195,7 @@ def build_recorders(
                         seed=ctx.config.seed,
                         hidden=hidden,
                         requests=ctx.config.requests,
+                        group_layout=layout,
                     )
                     sched.run(warmup_steps(scenario))
             except Exception as exc:
@@ -304,6 +310,10 @@ REQUEST_REPEATS = 5
 REQUEST_PROMPT_TOKENS = 512
 
 
+def _requests(cls: type, ids: array[int], k: int) -> list[Any]:
+    return [cls(f"m{i}", ids, 1) for i in range(k)]
+
+
 def _build_requests(cls: type, ids: array[int], made: list[Any], _loops: int) -> None:
     made.extend(cls(f"c{i}", ids, 1) for i in range(REQUEST_BATCH))
 
@@ -331,6 +341,9 @@ def measure_requests(ctx: WorkerContext, out: SuiteOutput) -> None:
                 attributes=len(vars(one)),
                 dict_bytes=sys.getsizeof(vars(one)),
                 tracked_values=sum(1 for v in values if gc_is_tracked(v)),
+            )
+            figures.bytes, figures.tracked_objects = per_item_cost(
+                functools.partial(_requests, cls, ids), REQUEST_BATCH
             )
             with gc_paused():
                 for _ in range(REQUEST_REPEATS):

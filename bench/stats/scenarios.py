@@ -41,6 +41,8 @@ class Cost:
     forward_s: float
     lookups: float | None  # per iteration (counted)
     created: float | None
+    # a replayed state group's event lists, requests per iteration (counted; None otherwise)
+    events: dict[str, float] | None = None
 
     @property
     def strategy(self) -> str:
@@ -205,6 +207,9 @@ def build_cases(
                     forward_s=forward_s,
                     lookups=c.lookups / per if per and c else None,
                     created=c.created / per if per and c else None,
+                    events={k: v / per for k, v in c.events.items()}
+                    if per and c and c.events
+                    else None,
                 )
             )
         out.append(
@@ -248,6 +253,8 @@ class RequestRow:
     tracked_values: int
     construct_ns: float  # median over repetitions (all workers)
     construct_ci_ns: tuple[float, float]
+    bytes: float = 0.0  # kept per request (0: not recorded)
+    tracked_objects: float = 0.0
 
 
 def request_rows(figures: Mapping[str, RequestFigures], order: Sequence[str]) -> list[RequestRow]:
@@ -269,6 +276,37 @@ def request_rows(figures: Mapping[str, RequestFigures], order: Sequence[str]) ->
                 f.tracked_values,
                 robust.median(f.construct_ns),
                 (lo, hi),
+                f.bytes,
+                f.tracked_objects,
             )
         )
     return rows
+
+
+def change_sources(
+    base: Mapping[str, Any] | None,
+    head: Mapping[str, Any] | None,
+    loop: str,
+    events: Mapping[str, float],
+    share: float,
+    *,
+    top: int = 3,
+) -> list[tuple[str, float, float]]:
+    """Where a change between two revisions lies: per hot-path function, its attribute loads
+    and lookups per iteration at each (the accesses of its program, the manifest's target
+    metadata, through its home, times the events counted in the run), the `top` that moved
+    most. (function, base, head)."""
+    from bench.core.groupsites import GroupProgram, per_iteration
+
+    def per(meta: Mapping[str, Any] | None) -> dict[str, float]:
+        if meta is None or "program" not in meta:
+            return {}
+        program = GroupProgram.from_json(meta["program"])
+        kind = str(meta.get("home_kind", "inline"))
+        return per_iteration(program, loop, events, share, home_kind=kind)
+
+    a, b = per(base), per(head)
+    moved = [(f, a.get(f, 0.0), b.get(f, 0.0)) for f in {*a, *b}]
+    moved = [m for m in moved if abs(m[2] - m[1]) > 1e-9 or m[1] != m[2]]
+    moved.sort(key=lambda m: (-abs(m[2] - m[1]), -m[2], m[0]))
+    return moved[:top]

@@ -12,7 +12,10 @@ import json
 import tempfile
 from pathlib import Path
 
+from bench.cliargs import csv_list
 from bench.errors import UsageError
+from bench.orchestration.sequence import add_budget_options
+from bench.storage import DEFAULT_REPORTS_DIR
 from bench.target.tree import SourceTree
 
 
@@ -49,12 +52,45 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def list_targets(specs: list[str]) -> list[str]:
+def _cmd_groups(args: argparse.Namespace) -> int:
+    from bench.target.groups import describe, read_groups
+
+    rev = read_groups(SourceTree.open(args.spec))
+    if args.json:
+        out = {
+            "tree": rev.tree.label,
+            "commit": rev.tree.commit,
+            "schedule_batch": rev.schedule_batch,
+            "groups": [g.to_json() for g in rev.groups],
+        }
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(describe(rev))
+    return 0
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from bench.target.report import diff_report
+
+    base = f"{args.path}@{args.base}"
+    head = args.path if args.head is None else f"{args.path}@{args.head}"
+    report = diff_report(base, head, group=args.group)
+    print(json.dumps(report.to_json(), indent=1, sort_keys=True) if args.json else report.text())
+    return 0
+
+
+def _cmd_advise(args: argparse.Namespace) -> int:
+    from bench.target.advise import advise
+
+    return advise(args)
+
+
+def list_targets(specs: list[str], group: str | None = None) -> list[str]:
     """Materialize targets in a temporary folder for `bench list` (their files go with it)."""
-    from bench.target.materialize import materialize
+    from bench.target.select import materialize_targets
 
     folder = Path(tempfile.mkdtemp(prefix="reqstate-targets-"))
-    return [str(materialize(spec, folder).path) for spec in specs]
+    return [str(t.path) for t in materialize_targets(specs, folder, group=group)]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -73,3 +109,51 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ins.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
     ins.add_argument("--json", action="store_true", help="machine-readable output")
     ins.set_defaults(func=_cmd_inspect)
+    grp = tsub.add_parser(
+        "groups",
+        help="the per-request state groups of PATH[@REV] and where each lives",
+        description="List the state groups a revision's Req carries, read with ast: containers "
+        "(an object built in Req.__init__, or assigned later), prefixes of 3 or more fields on "
+        "Req, side tables, lazy attributes (getattr(req, NAME, default)) and attributes "
+        "declared on class Req, each with its field count and where it is defined.",
+    )
+    grp.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
+    grp.add_argument("--json", action="store_true", help="machine-readable output")
+    grp.set_defaults(func=_cmd_groups)
+    dif = tsub.add_parser(
+        "diff",
+        help="what a change moved: fields whose home changed between two revisions",
+        description="The fields whose home changed between --base and --head (the working "
+        "tree by default), matched by name; each revision's request construction; and every "
+        "function that touches the moved group at each revision, with its accesses per call "
+        "and how often the real scheduler runs it.",
+    )
+    dif.add_argument("path", metavar="PATH", help="an SGLang git repository")
+    dif.add_argument("--base", metavar="REV", required=True, help="the revision before")
+    dif.add_argument("--head", metavar="REV", help="the revision after (default: working tree)")
+    dif.add_argument("--group", metavar="NAME", help="one group (default: every moved one)")
+    dif.add_argument("--json", action="store_true", help="machine-readable output")
+    dif.set_defaults(func=_cmd_diff)
+    adv = tsub.add_parser(
+        "advise",
+        help="where a state group should live: every candidate home measured and ranked",
+        description="Write the group in every candidate home (fields on Req, slots container "
+        "eager and lazy, dict container, lazy attribute, declared attribute, weak side table, "
+        "dict by request id) with the revision's access counts on the scheduler's hot path, "
+        "measure them with the step suite beside control, and rank them per scenario.",
+    )
+    adv.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
+    adv.add_argument(
+        "--group",
+        required=True,
+        metavar="NAME",
+        help="a group `target groups` lists, or NAME=field,field,... (Req attributes)",
+    )
+    adv.add_argument("--scenario", action="append", type=csv_list, help="scenario presets")
+    adv.add_argument("--quick", action="store_true", help="the quick set (about a minute)")
+    adv.add_argument("--no-aa", action="store_true", help="no A/A twin of the current home")
+    adv.add_argument(
+        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where the run folder goes"
+    )
+    add_budget_options(adv)
+    adv.set_defaults(func=_cmd_advise)

@@ -27,6 +27,8 @@ from typing import Any
 from bench.core.reqmodel import Attr, RequestModel
 from bench.errors import UsageError
 from bench.storage import write_atomic, write_json
+from bench.target.accesses import read_accesses
+from bench.target.groups import Group, Revision
 from bench.target.inspection import Inspection, inspect_tree
 from bench.target.tree import SourceTree
 from strategies._contract import FIELD_DEFAULTS, FIELDS
@@ -40,15 +42,33 @@ class TargetRefused(UsageError):
 
 @dataclass(frozen=True)
 class Target:
-    """A materialized revision: its strategy file and what inspect found."""
+    """A materialized revision: its strategy file and what inspect found (the PD hidden
+    study), or the state group it measures (`group`: the module's TARGET mapping)."""
 
     spec: str  # PATH or PATH@REV as given
     name: str  # the strategy NAME
     path: Path  # the strategy module file
-    inspection: Inspection
+    inspection: Inspection | None
+    group: dict[str, Any] | None = None
+    source_tree: SourceTree | None = None
+
+    @property
+    def tree(self) -> SourceTree:
+        if self.inspection is not None:
+            return self.inspection.tree
+        assert self.source_tree is not None
+        return self.source_tree
+
+    @property
+    def state_module(self) -> str:
+        """The revision's own file the state code came from ('' when generated)."""
+        return self.inspection.home.module if self.inspection is not None else ""
 
     def metadata(self) -> dict[str, Any]:
         """What the manifest records about a target (path and full hash included)."""
+        if self.group is not None:
+            return dict(self.group)
+        assert self.inspection is not None
         t = self.inspection.tree
         return {
             "spec": self.spec,
@@ -283,4 +303,73 @@ def load_metadata(strategy_target: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dict(strategy_target), default=str))
 
 
-__all__ = ["Attr", "Target", "TargetRefused", "load_metadata", "materialize"]
+def materialize_group(
+    spec: str, folder: Path, *, group: Group, rev: Revision, name: str | None = None
+) -> Target:
+    """A revision's state group, in the home the revision keeps it, as a strategy module: its
+    Req (containers with their real shape), the group's fields, and its accesses on the
+    modelled hot path (bench.target.program)."""
+    from bench.target.groups import model_with_holders
+    from bench.target.homes import WORDS, current_home, write_home
+    from bench.target.program import build
+    from bench.target.report import req_classes
+
+    tree = rev.tree
+    name = name or tree.strategy_name()
+    functions = read_accesses(tree, group, req_classes(rev))
+    prog = build(group.name, functions)
+    home = current_home(group)
+    guards = sorted({a.guard for s in prog.program.sites for a in s.accesses if a.guard})
+    model = model_with_holders(rev)
+    meta: dict[str, Any] = {
+        "spec": spec,
+        "path": str(tree.path),
+        "rev": tree.rev,
+        "commit": tree.commit,
+        "short": tree.short,
+        "dirty": tree.dirty,
+        "group": group.name,
+        "fields": len(group.fields),
+        "layout": WORDS.get(home, home),
+        "home": group.home.describe(),
+        "home_kind": group.home.kind,
+        "request_attributes": len(model.attrs),
+        "request_tracked_values": model.tracked(),
+        "program": prog.program.to_json(),
+        "not_modelled": [
+            *(
+                f"{f.function} ({f.where}): {f.count()} accesses, not on the modelled hot path"
+                for f in prog.off_path
+            ),
+            *(
+                [
+                    f"{len(guards)} branch conditions the reader cannot resolve (e.g. "
+                    f"{guards[0]!r}): their accesses run for branch_share of the requests"
+                ]
+                if guards
+                else []
+            ),
+        ],
+    }
+    written = write_home(
+        folder,
+        group,
+        home,
+        name,
+        model,
+        prog.program,
+        description=f"{tree.strategy_name().rsplit('_', 1)[0]} at {tree.short}: {group.name} "
+        f"({group.home.words})",
+        target=meta,
+    )
+    return Target(spec, name, written.path, None, group=meta, source_tree=tree)
+
+
+__all__ = [
+    "Attr",
+    "Target",
+    "TargetRefused",
+    "load_metadata",
+    "materialize",
+    "materialize_group",
+]

@@ -30,6 +30,8 @@ REQUEST_HEAD = (
     "attributes",
     "__dict__ bytes",
     "GC-tracked values",
+    "bytes per request",
+    "tracked objects per request",
     "construction µs [95% CI]",
 )
 
@@ -41,6 +43,8 @@ def _request_cells(r: RequestRow) -> list[str]:
         f"{r.attributes:,}",
         f"{r.dict_bytes:,}",
         f"{r.tracked_values:,}",
+        f"{r.bytes:,.0f}" if r.bytes else "-",
+        f"{r.tracked_objects:,.1f}" if r.bytes else "-",
         f"{r.construct_ns / 1e3:,.2f} [{lo / 1e3:,.2f}, {hi / 1e3:,.2f}]",
     ]
 

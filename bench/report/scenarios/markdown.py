@@ -81,10 +81,14 @@ def target_markdown(run: RunData) -> list[str]:
     out = ["**Revisions** (`--target`):", ""]
     for name, meta in run.targets.items():
         commit = meta.get("commit") or "working tree"
+        where = (
+            f"group {meta['group']} ({meta.get('fields', '?')} fields): {meta.get('home', '')}"
+            if "group" in meta
+            else f"{meta.get('home', '')}; forward batch: {meta.get('forward_batch', '')}"
+        )
         out.append(
             f"- `{name}`: {esc_md(str(meta.get('path', '')))} at {esc_md(str(commit))}; "
-            f"{esc_md(str(meta.get('home', '')))}; forward batch: "
-            f"{esc_md(str(meta.get('forward_batch', '')))}"
+            f"{esc_md(where)}"
         )
         for note in meta.get("not_modelled") or []:
             out.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 from bench.report.load import RunData, SuiteData
 from bench.stats.derive import NetCost, net_of
@@ -17,6 +18,7 @@ from bench.stats.scenarios import (
     REVIEW,
     Case,
     Cost,
+    change_sources,
     difference,
     negated,
 )
@@ -84,8 +86,30 @@ def _target_sentences(run: RunData, case: Case, base: Cost) -> list[str]:
                 f"; state lookups per iteration {base.lookups:,.1f} → {c.lookups:,.1f}, states "
                 f"created {base.created or 0:,.2f} → {c.created or 0:,.2f}"
             )
+        sources = _where_from(run, case, meta, c)
+        if sources:
+            text += f"; where: {sources}"
         out.append(text + ".")
     return out
+
+
+def _where_from(run: RunData, case: Case, meta: dict[str, Any], c: Cost) -> str:
+    """The functions a state group's change comes from: their accesses per iteration at the
+    baseline revision and at this one (static counts x how often the scheduler runs them)."""
+    base_meta = run.targets.get(run.baseline, {})
+    if c.events is None or "program" not in meta:
+        return ""
+    moved = change_sources(
+        base_meta,
+        meta,
+        str(case.values.get("loop", "")),
+        c.events,
+        float(case.values.get("branch_share", 1.0)),
+    )
+    return ", ".join(
+        f"{f.rsplit('.', 1)[-1]} {a:,.0f} → {b:,.0f} attribute loads and lookups per iteration"
+        for f, a, b in moved
+    )
 
 
 def verdict_paragraph(run: RunData, case: Case) -> str:

@@ -1,0 +1,1 @@
+"""Orchestration: the run sequence shared by the commands that measure."""
