@@ -519,3 +519,21 @@ def lookup(function: str) -> HotFunction | None:
 
 
 _BY_NAME = {h.name: h for h in HOT_PATH}
+
+
+def markdown() -> str:
+    """The table as docs/TARGET.md shows it (a test keeps the two equal)."""
+    lines = [
+        f"Read from {COMMIT} (python/sglang/srt/...; `python -m bench target hotpath` prints "
+        "this table).",
+        "",
+        "| function | frequency | runs in | defined | called from | only |",
+        "|---|---|---|---|---|---|",
+    ]
+    for h in HOT_PATH:
+        freq = h.frequency + "".join(f"; {p}: {f}" for p, f in h.per_phase)
+        lines.append(
+            f"| `{h.name}` | {freq} | {', '.join(h.phases)} | {h.defined} | {h.called} | "
+            f"{h.condition or '-'} |"
+        )
+    return "\n".join(lines) + "\n"

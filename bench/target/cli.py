@@ -79,6 +79,13 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_hotpath(_args: argparse.Namespace) -> int:
+    from bench.core.hotpath import markdown
+
+    print(markdown(), end="")
+    return 0
+
+
 def _cmd_advise(args: argparse.Namespace) -> int:
     from bench.target.advise import advise
 
@@ -157,3 +164,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_budget_options(adv)
     adv.set_defaults(func=_cmd_advise)
+    hot = tsub.add_parser(
+        "hotpath",
+        help="the scheduler functions the harness replays, and how often each runs",
+        description="The hot-path table (bench/core/hotpath.py) as markdown: per function its "
+        "frequency per scheduler iteration, the loops it runs in, and where it is defined and "
+        "called in SGLang at the commit it was read from.",
+    )
+    hot.set_defaults(func=_cmd_hotpath)

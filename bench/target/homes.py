@@ -49,6 +49,7 @@ WORDS = {
     "lazy_attr": "lazy attribute (getattr(req, G, None)), created on first access",
     "declared": "declared class attribute, created on first access",
     "weak_table": "WeakKeyDictionary side table, removed at release",
+    "weak_kept": "WeakKeyDictionary side table, no removal (entries go with the request)",
     "rid_dict": "dict keyed by rid, removed at release",
     "dict_lazy": "dict container, created on first access",
     "lazy_scalar": "lazy attribute on the request itself (getattr with a default)",
@@ -63,6 +64,7 @@ _HOME_KIND = {
     "lazy_attr": "lazy_attribute",
     "declared": "declared_attribute",
     "weak_table": "side_table",
+    "weak_kept": "side_table",
     "rid_dict": "side_table",
     "lazy_scalar": "lazy_attribute",
     "declared_scalar": "declared_attribute",
@@ -84,7 +86,9 @@ def current_home(group: Group) -> str:
         return "lazy_scalar" if scalar else "lazy_attr"
     if h.kind == "declared_attribute":
         return "declared_scalar" if scalar else "declared"
-    return "rid_dict" if h.key == "rid" else "weak_table"
+    if h.key == "rid":
+        return "rid_dict"
+    return "weak_table" if h.removal or h.mapping_type != "WeakKeyDictionary" else "weak_kept"
 
 
 def holder_attribute(group: Group) -> str:
@@ -288,7 +292,8 @@ def module_source(
             "    return 0",
         ]
     else:  # side tables
-        weak = home == "weak_table"
+        weak = home in ("weak_table", "weak_kept")
+        keeps = home == "weak_kept"
         key = "req" if weak else "req.rid"
         home_meta["reach"] = "get(req)"
         home_meta["key"] = "req" if weak else "rid"
