@@ -100,6 +100,51 @@ def net_cost_precision(
     return out
 
 
+# A change between revisions whose interval is this narrow, in percent of the baseline's
+# iteration, is resolved whatever its size relative to the change (a change near zero has no
+# percentage precision to reach).
+CHANGE_FLOOR_PCT_OF_ITERATION = 1.0
+
+
+def change_precision(
+    rounds: Rounds,
+    *,
+    baseline: str,
+    others: Sequence[str],
+    pattern: str,
+    within: Sequence[str],
+) -> dict[str, Precision]:
+    """Per family: each other revision's change against the baseline revision per iteration,
+    paired per round within each worker, with its bootstrap CI; the family is as precise as its
+    least precise change (a --target run's verdict is the change between revisions)."""
+    out: dict[str, Precision] = {}
+    for name in rounds:
+        bench = BenchName.parse(name)
+        if bench.strategy != baseline or bench.get("pattern") != pattern:
+            continue
+        family = bench.family_text(within)
+        worst: Precision | None = None
+        for other in others:
+            groups = rounds.groups(str(bench.with_strategy(other)), name)
+            words = f"change per iteration against {baseline} ({pattern})"
+            if groups is None or sum(len(g) for g in groups[0]) < 3:
+                worst = Precision(words, None, None)
+                break
+            diff = paired_difference(groups[0], groups[1], NET_STATISTIC)
+            pct = half_width_pct(diff.median, diff.ci_low, diff.ci_high)
+            base_s = robust.median(rounds.flat(name))
+            if base_s > 0 and (diff.ci_high - diff.ci_low) / 2 <= (
+                CHANGE_FLOOR_PCT_OF_ITERATION / 100 * base_s
+            ):
+                pct = min(pct, 0.0) if pct is not None else 0.0  # resolved in absolute terms
+            p = Precision(words, diff.median, pct)
+            if worst is None or (p.half_width_pct or 1e9) > (worst.half_width_pct or 1e9):
+                worst = p
+        if worst is not None:
+            out[family] = worst
+    return out
+
+
 def ratio_precision(
     rounds: Rounds, *, baseline: str, within: Sequence[str], paired: bool
 ) -> dict[str, Precision]:
@@ -145,10 +190,17 @@ class AdaptivePolicy:
         self.started = wall_s() - spent_s  # a resumed run has spent its finished suites' time
         self.budgets: dict[str, _SuiteBudget] = {}
         self.pattern = "per_field"
+        self.targets: tuple[str, ...] = ()
 
     def with_baseline_pattern(self, pattern: str) -> AdaptivePolicy:
         """The baseline's headline pattern (as_written for a revision)."""
         self.pattern = pattern
+        return self
+
+    def with_targets(self, names: Sequence[str]) -> AdaptivePolicy:
+        """A --target run's revisions: its families are measured to the precision of the change
+        between them, not of the baseline revision's own net cost."""
+        self.targets = tuple(names)
         return self
 
     # -- the runner's hooks -------------------------------------------------------------------
@@ -264,6 +316,15 @@ class AdaptivePolicy:
         if adaptive.quantity == "net_cost":
             steps = state.jobs[0].config.suite(state.suite).steps_per_value
             rounds = step_round_values(rounds, state.extras.steps, steps)
+            others = [t for t in self.targets if t != baseline]
+            if others:
+                return change_precision(
+                    rounds,
+                    baseline=baseline,
+                    others=others,
+                    pattern=self.pattern,
+                    within=adaptive.within,
+                )
             return net_cost_precision(
                 rounds, baseline=baseline, pattern=self.pattern, within=adaptive.within
             )

@@ -60,6 +60,10 @@ def check_positive_ints(
             raise ValueError(f"{label(f.name)} must be a positive integer, got {value!r}")
 
 
+# The memory regimes a step figure may be timed in (bench.measure.regime says what each is).
+STEP_REGIMES: tuple[str, ...] = ("warm", "cold")
+
+
 @dataclass(frozen=True)
 class Adaptive:
     """How a suite's measurement adapts under a budget (bench.adaptive): which quantity of a

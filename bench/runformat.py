@@ -428,6 +428,39 @@ class SelfCheck:
     tolerance: float = TOLERANCE
     repeats: int = REPEATS
     hash_seeds: int = DEFAULT_WORKERS  # processes, hash seeds 1..hash_seeds
+    # The decode capture-layer scan of the baseline (pr652) over `scan_batch` requests holding
+    # their state, timed with timeit per regime (warm: in a tight loop; cold: a cache sweep
+    # before each scan), beside the suite's net decode cost in the same regime, in µs.
+    scan_batch: int = 0
+    scan_timeit_us: dict[str, float] = field(default_factory=dict)
+    scan_suite_us: dict[str, float] = field(default_factory=dict)
+
+    def scan_agreement(self, regime: str) -> float | None:
+        suite = self.scan_suite_us.get(regime)
+        mine = self.scan_timeit_us.get(regime)
+        if not suite or mine is None:
+            return None
+        return mine / suite
+
+    def scan_lines(self) -> list[str]:
+        if not self.scan_timeit_us:
+            return []
+        out = [
+            f"   the decode scan (pr652 get over {self.scan_batch} requests holding state), "
+            "timeit vs the suite's pr652 net decode cost:",
+            f"   {'regime':<12} {'timeit us':>10} {'suite us':>10} {'timeit/suite':>13}",
+        ]
+        for regime, mine in self.scan_timeit_us.items():
+            a = self.scan_agreement(regime)
+            suite = self.scan_suite_us.get(regime)
+            verdict = (
+                "" if a is None else ("agrees" if abs(a - 1) <= self.tolerance else "DISAGREES")
+            )
+            out.append(
+                f"   {regime:<12} {mine:>10.1f} {'-' if suite is None else f'{suite:.1f}':>10} "
+                f"{'-' if a is None else f'{a:.3f}':>13}  {verdict}"
+            )
+        return out
 
     def agreement(self, strategy: str) -> float | None:
         """timeit / suite for one strategy, None when the suite has no figure."""
@@ -478,7 +511,7 @@ class SelfCheck:
             out.append(
                 "   no suite figures to compare with (no run, or no warm get_hit at this size)"
             )
-        return out
+        return out + self.scan_lines()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -498,6 +531,9 @@ class SelfCheck:
                 tolerance=float(raw.get("tolerance", TOLERANCE)),
                 repeats=int(raw.get("repeats", REPEATS)),
                 hash_seeds=int(raw.get("hash_seeds", DEFAULT_WORKERS)),
+                scan_batch=int(raw.get("scan_batch", 0)),
+                scan_timeit_us={str(k): float(v) for k, v in raw.get("scan_timeit_us", {}).items()},
+                scan_suite_us={str(k): float(v) for k, v in raw.get("scan_suite_us", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"selfcheck: {type(exc).__name__}: {exc}") from None

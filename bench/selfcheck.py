@@ -61,6 +61,63 @@ def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[f
     return per_op
 
 
+# The scan: the PR's capture-layer lookup as ForwardBatch.init_new runs it on a decode node
+# (hidden_state.py:35-41 at bytedance-iaas/sglang 32990a0560): get-or-create per request until one
+# has layers; no decode request has any.
+SCAN = """
+for r in reqs:
+    layer_ids = get(r).capture_layer_ids
+    if layer_ids:
+        break
+"""
+SCAN_STRATEGY = "pr652"
+# A scan timed cold: this many repeats, one scan each after a sweep.
+COLD_REPEATS = 200
+COLD_SWEEP_BYTES = 64 << 20  # larger than the last-level cache of the machines it ran on
+
+
+def time_scan_us(batch: int, request_model: str, regime: str) -> list[float]:
+    """µs per decode scan of `batch` requests holding their state: warm, in a tight loop
+    (autoranged repeats); cold, each scan after writing a 64 MiB buffer (the sweep in the
+    timeit setup, untimed)."""
+    import ctypes
+
+    from bench.core.workload import make_request_class
+    from strategies import load_builtin
+
+    strategy = load_builtin(SCAN_STRATEGY)
+    cls = make_request_class(strategy, model=request_model)
+    ids = array("q", range(16))
+    reqs = [cls(f"scan-{i}", ids, 1) for i in range(batch)]
+    for r in reqs:
+        strategy.get(r)
+    names = {"reqs": reqs, "get": strategy.get}
+    if regime == "warm":
+        timer = timeit.Timer(SCAN, globals=names)
+        number, _ = timer.autorange()
+        return [t / number * 1e6 for t in timer.repeat(REPEATS, number)]
+    buf = (ctypes.c_char * COLD_SWEEP_BYTES)()
+    names["sweep"] = lambda: ctypes.memset(buf, 1, COLD_SWEEP_BYTES)
+    timer = timeit.Timer(SCAN, setup="sweep()", globals=names)
+    return [t * 1e6 for t in timer.repeat(COLD_REPEATS, 1)]
+
+
+def suite_scan_figures(run: RunData) -> tuple[int, dict[str, float]]:
+    """The run's decode batch and pr652's net decode cost per regime (µs), where measured."""
+    from bench.report.scenarios.model import cases
+
+    out: dict[str, float] = {}
+    batch = 0
+    for case in cases(run):
+        if case.name != "decode-dspark" or set(case.key.extra) - {"regime"}:
+            continue
+        cost = case.cost(SCAN_STRATEGY, "per_field")
+        if cost is not None and cost.net is not None:
+            out[case.regime] = cost.net.median * 1e6
+            batch = int(case.values.get("decode_batch", 0))
+    return batch, out
+
+
 def time_in_processes(
     strategies: Sequence[str], live: int, request_model: str, hash_seeds: Sequence[int]
 ) -> dict[str, float]:
@@ -143,6 +200,14 @@ def selfcheck(
     if run is not None and run_dir is not None:
         result.suite_ns = suite_figures(run, live)
         result.run = run_dir.name
+        batch, suite_scan = suite_scan_figures(run)
+        if suite_scan:
+            result.scan_batch = batch
+            result.scan_suite_us = suite_scan
+            result.scan_timeit_us = {
+                regime: statistics.median(time_scan_us(batch, model, regime))
+                for regime in suite_scan
+            }
         if write:
             write_json(run_dir / SELFCHECK_FILE, result.to_json())
     return result

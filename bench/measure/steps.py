@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import gc
 from array import array
+from collections.abc import Callable
 from gc import is_tracked as gc_is_tracked
 from typing import Any
 
@@ -25,9 +26,11 @@ from bench.measure.context import (
     family_phase,
     phase,
 )
+from bench.measure.regime import CacheSweep, prepare_hook, sweep_bytes
 from bench.names import BenchName, CaseKey
 from bench.runformat import QueueSeries, StepSeries
 from bench.timing import StepClock
+from strategies import Strategy
 
 
 class StepRecorder:
@@ -44,10 +47,12 @@ class StepRecorder:
         *,
         keep_steps: bool,
         keep_queues: bool = False,
+        prepare: Callable[[], None] | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.clock = clock
         self.probe = probe
+        self.prepare = prepare  # the memory regime, set untimed (bench.measure.regime)
         self.keep_steps = keep_steps
         self.keep_queues = keep_queues
         self.kept = StepSeries()
@@ -57,6 +62,8 @@ class StepRecorder:
     def step(self, *, warmup: bool) -> None:
         """One timed iteration, added to the value being taken."""
         sched, probe, value = self.scheduler, self.probe, self._value
+        if self.prepare is not None:
+            self.prepare()
         before = probe.total_collections
         self.clock.start()
         sched.step()
@@ -167,10 +174,16 @@ def build_recorders(
     patterns: tuple[str, ...],
     probe: GcProbe,
     keep_steps: bool,
+    regime: str | None = None,
+    only: Callable[[Strategy], bool] | None = None,
+    sweep_mb: int = 0,
 ) -> dict[BenchName, StepRecorder]:
-    """One scheduler per strategy x pattern for one scenario case, all sharing one pool tensor
-    and hidden buffer, each warmed up (untimed) to steady state. The first keeps queues."""
+    """One scheduler per strategy x pattern for one scenario case (the strategies `only`
+    keeps), all sharing one pool tensor and hidden buffer, each warmed up (untimed) to steady
+    state, each timed in `regime` (bench.measure.regime; None: as it comes). The first keeps
+    queues."""
     pool = ctx.make_pool(scenario)
+    sweep = CacheSweep(sweep_bytes(sweep_mb)) if regime == "cold" else None
     clock = StepClock(ctx.device)
     recorders: dict[BenchName, StepRecorder] = {}
     hidden = make_hidden(scenario, pool) if scenario.loop == "prefill" else None
@@ -179,7 +192,7 @@ def build_recorders(
         [p for p in (program_of(s.program) for s in ctx.strategies) if p], scenario.loop
     )
     for s in ctx.strategies:
-        if s.name in out.failures:
+        if s.name in out.failures or (only is not None and not only(s)):
             continue
         for pattern in patterns_for(s, patterns, ctx.strategies):
             name = BenchName.of(
@@ -202,7 +215,12 @@ def build_recorders(
                 out.failures[s.name] = f"{name} setup: {failure_text(exc)}"
                 break
             recorders[name] = StepRecorder(
-                sched, clock, probe, keep_steps=keep_steps, keep_queues=not recorders
+                sched,
+                clock,
+                probe,
+                keep_steps=keep_steps,
+                keep_queues=not recorders,
+                prepare=prepare_hook(regime, sched, sweep) if regime else None,
             )
     return recorders
 
@@ -234,13 +252,19 @@ def measure_cases(
     keep_steps: bool,
     count: bool,
     gc_mode: str = "enabled",
+    regimes: bool = False,
+    cold_only: Callable[[Strategy], bool] | None = None,
+    sweep_mb: int = 0,
 ) -> None:
     """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in rounds of
     `steps_per_value` iterations interleaved iteration by iteration (interleave_steps), then
     closed. Per-step data, queue lengths
     and (count=True) counted state operations go to out.extras. gc_mode "frozen": everything
-    alive after warm-up is frozen (gc.freeze()) while values are taken."""
+    alive after warm-up is frozen (gc.freeze()) while values are taken. regimes: each case is
+    timed in the memory regime its `regime` parameter names (warm without one; a cold case
+    measures the strategies cold_only keeps)."""
     for i, (scenario, extra) in enumerate(cases):
+        regime = extra.get("regime", "warm") if regimes else None
         key = CaseKey.of(scenario.name, **extra)
         label = key.short
         with phase(out, family_phase(key.text)):  # what an adaptive round of it costs
@@ -255,6 +279,9 @@ def measure_cases(
                         patterns=patterns,
                         probe=probe,
                         keep_steps=keep_steps,
+                        regime=regime,
+                        only=cold_only if regime == "cold" else None,
+                        sweep_mb=sweep_mb,
                     )
                 if gc_mode not in ("enabled", DEFERRED):
                     apply_gc_mode(gc_mode)

@@ -75,7 +75,8 @@ def policy_for(run_dir: Path, manifest: Manifest, config: RunConfig) -> Any:
     spent = sum(r.wall_s or 0.0 for r in manifest.suites.values() if r.finished)
     meta = manifest.strategies.get(config.baseline)
     pattern = "as_written" if meta is not None and meta.target else "per_field"
-    return AdaptivePolicy(config, todo, spent_s=spent).with_baseline_pattern(pattern)
+    policy = AdaptivePolicy(config, todo, spent_s=spent).with_baseline_pattern(pattern)
+    return policy.with_targets(list(manifest.targets))
 
 
 def execute(

@@ -92,6 +92,22 @@ class Case:
             (c for c in self.costs if c.strategy == strategy and c.pattern == pattern), None
         )
 
+    @property
+    def regime(self) -> str:
+        """The memory regime its iterations were timed in (bench.measure.regime): warm unless
+        the case says cold; runs from before the regimes read as warm."""
+        return self.key.extra.get("regime", "warm")
+
+    def in_regime(self, cases: Sequence[Case], regime: str) -> Case | None:
+        """The same case (scenario and swept values) timed in another regime."""
+        want = {**{k: v for k, v in self.key.extra.items() if k != "regime"}}
+        if regime != "warm":
+            want["regime"] = regime
+        for c in cases:
+            if c.key.scenario == self.key.scenario and c.key.extra == want:
+                return c
+        return None
+
 
 def step_round_values(
     rounds: Rounds, steps: Mapping[str, StepSeries], steps_per_value: int

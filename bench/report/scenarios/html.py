@@ -9,7 +9,13 @@ from bench.core.scheduler import QUEUES
 from bench.report.load import RunData
 from bench.report.markup import Html, num, section, table, tag, td
 from bench.report.scenarios.model import request_rows
-from bench.report.scenarios.prose import net_text, pct, sweep_sentences, verdict_paragraph
+from bench.report.scenarios.prose import (
+    headline_cases,
+    net_text,
+    pct,
+    sweep_sentences,
+    verdict_paragraph,
+)
 from bench.report.text import fmt
 from bench.stats.scenarios import Case, RequestRow
 
@@ -175,7 +181,11 @@ def scenario_section(run: RunData, all_cases: Sequence[Case]) -> Html | None:
                 "h3", case.title, id=f"scenario-{case.key.text.replace('/', '-').replace('=', '-')}"
             ),
             tag("p", case.description, class_="note"),
-            tag("p", verdict_paragraph(run, case), class_="verdict"),
+            *(
+                [tag("p", verdict_paragraph(run, case), class_="verdict")]
+                if case in headline_cases(all_cases)
+                else []
+            ),
             tag("h4", "Queues (per iteration)"),
             _queue_table(case),
             tag("h4", "Cost per iteration"),

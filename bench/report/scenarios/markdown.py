@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from bench.report.load import RunData
 from bench.report.scenarios.html import REQUEST_HEAD, _request_cells
 from bench.report.scenarios.model import request_rows
-from bench.report.scenarios.prose import net_text, pct, sweep_sentences, verdict_paragraph
+from bench.report.scenarios.prose import (
+    headline_cases,
+    net_text,
+    pct,
+    sweep_sentences,
+    verdict_paragraph,
+)
 from bench.report.text import esc_md, md_table
 from bench.stats.scenarios import REVIEW, Case
 
@@ -66,7 +72,7 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
             ),
             "",
         ]
-    for case in all_cases:
+    for case in headline_cases(all_cases):
         out += [f"- {esc_md(verdict_paragraph(run, case))}"]
     out += [f"- {esc_md(s)}" for s in sweep_sentences(run, all_cases)]
     out.append("")

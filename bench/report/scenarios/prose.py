@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.report.load import RunData, SuiteData
+from bench.report.scenarios.model import cases
 from bench.stats.derive import NetCost, net_of
 from bench.stats.scenarios import (
     MATERIAL_SHARE,
@@ -112,6 +113,54 @@ def _where_from(run: RunData, case: Case, meta: dict[str, Any], c: Cost) -> str:
     )
 
 
+REGIME_WORDS = {
+    "warm": "with the requests in cache (their memory read just before each iteration, as the "
+    "scheduler's own passes over the batch leave it)",
+    "cold": "with them evicted (a cache sweep larger than the last-level cache before each "
+    "iteration)",
+}
+
+
+def regime_sentence(run: RunData, case: Case, all_cases: Sequence[Case]) -> str:
+    """Both ends of the memory regime in one sentence, for a warm case whose cold twin was
+    measured: the baseline's net cost (or, for revisions, the change between them) in each."""
+    cold = case.in_regime(all_cases, "cold")
+    if case.regime != "warm" or cold is None:
+        return ""
+    pattern = run.pattern_of(run.baseline)
+    ends = []
+    for c in (case, cold):
+        base = c.cost(run.baseline, pattern)
+        if base is None or base.net is None:
+            return ""
+        others = [t for t in run.targets if t != run.baseline]
+        if others:
+            other = c.cost(others[0], run.pattern_of(others[0]))
+            diff = _difference(run, other, base) if other is not None else None
+            if diff is None:
+                return ""
+            ends.append(f"{interval_us(diff)} ({pct(base.share(diff.median))} of a forward)")
+        else:
+            ends.append(f"{net_text(base)} ({pct(base.share(base.net.median))} of a forward)")
+    what = (
+        f"the change from {run.baseline}"
+        if run.targets and len(run.targets) > 1
+        else f"{run.baseline} as written"
+        if run.is_target(run.baseline)
+        else f"the PR as written ({run.baseline}, {pattern})"
+    )
+    return (
+        f"Memory regime: {what} costs {ends[0]} per iteration {REGIME_WORDS['warm']}, and "
+        f"{ends[1]} {REGIME_WORDS['cold']}."
+    )
+
+
+def headline_cases(all_cases: Sequence[Case]) -> list[Case]:
+    """The cases a verdict paragraph is written for: the warm ones (a cold case's figures go
+    into its warm case's paragraph), and a cold case without its warm twin."""
+    return [c for c in all_cases if c.regime == "warm" or c.in_regime(all_cases, "warm") is None]
+
+
 def verdict_paragraph(run: RunData, case: Case) -> str:
     """One paragraph a reviewer can paste (plain text; renderers escape it). Every saving it
     states is the paired per-round difference with its interval, and is called significant
@@ -143,8 +192,9 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
             f", with {pr.lookups:,.1f} state lookups and {pr.created or 0:,.2f} states created per iteration"
         )
     parts[-1] += "."
+    regime = regime_sentence(run, case, cases(run))
     if run.targets:
-        return " ".join([*parts, *_target_sentences(run, case, pr)])
+        return " ".join([*parts, *_target_sentences(run, case, pr), *([regime] if regime else [])])
     candidates = [
         c
         for c in case.costs
@@ -194,6 +244,8 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
             f"scheduler wins get merged) only for forwards shorter than {matters_below_ms:,.2f} ms, "
             f"{where}."
         )
+    if regime:
+        parts.append(regime)
     return " ".join(parts)
 
 

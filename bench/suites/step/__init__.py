@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bench.config import Adaptive, SuiteOptions
+from bench.config import STEP_REGIMES, Adaptive, RunConfig, SuiteOptions
+from bench.core.scenarios import Scenario
 
 NAME = "step"
 ORDER = 20
@@ -32,6 +33,8 @@ class Options(SuiteOptions):
     KEYS: ClassVar[dict[str, str]] = {
         "steps_per_value": "steps_per_value",
         "count_steps": "count_steps",
+        "regimes": "step_regimes",
+        "cold_sweep_mb": "cold_sweep_mb",
     }
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
@@ -59,3 +62,29 @@ class Options(SuiteOptions):
     # Time the request class's construction (the report's request table; ~3.5 s of a quick
     # run's 60 here, so the quick set leaves it out).
     time_requests: bool = True
+    # The memory regimes every step figure is taken in (bench.measure.regime): warm, the
+    # requests just read (the scheduler's own passes over the batch); cold, a cache sweep
+    # before each iteration. A cold case is its own case (`regime=cold` in its names) and
+    # measures the headline designs only: the baseline, its A/A twins, control and revisions.
+    regimes: tuple[str, ...] = ("warm", "cold")
+    # The cold regime's sweep in MiB (0: twice the last-level cache the kernel reports, at
+    # least 64 MiB).
+    cold_sweep_mb: int = 0
+
+    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ("cold_sweep_mb",)
+
+    def cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
+        """The run's cases again in the cold regime (when it is measured)."""
+        if "cold" not in self.regimes:
+            return []
+        return [(sc, {**extra, "regime": "cold"}) for sc, extra in config.cases()]
+
+    def validate(self, config: RunConfig) -> None:
+        super().validate(config)
+        bad = [r for r in self.regimes if r not in STEP_REGIMES] or (
+            ["(none)"] if not self.regimes else []
+        )
+        if bad or "warm" not in self.regimes:
+            raise ValueError(
+                f"step_regimes: {bad[0] if bad else 'warm missing'}; warm and optionally cold"
+            )

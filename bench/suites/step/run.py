@@ -3,6 +3,8 @@ strategy and access pattern, stepped in interleaved rounds; the request class ti
 
 from __future__ import annotations
 
+import functools
+
 from bench.config import RunConfig
 from bench.gcprobe import DEFERRED
 from bench.measure.context import SuiteOutput, WorkerContext, phase
@@ -10,6 +12,7 @@ from bench.measure.steps import measure_cases, measure_requests
 from bench.names import CaseKey
 from bench.suites.spec import Job, with_values
 from bench.suites.step import KIND
+from strategies import Strategy
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
@@ -19,18 +22,28 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     if opts.time_requests and not cfg.only_families:  # not in further adaptive rounds
         with phase(out, "step:requests"):
             measure_requests(ctx, out)  # construction time is a timing like any other
+    cases = [*cfg.cases(), *opts.cases(cfg)]
     measure_cases(
         ctx,
         out,
         kind=KIND,
-        cases=[c for c in cfg.cases() if cfg.measures(CaseKey.of(c[0].name, **c[1]).text)],
+        cases=[c for c in cases if cfg.measures(CaseKey.of(c[0].name, **c[1]).text)],
         patterns=cfg.patterns,
         steps_per_value=opts.steps_per_value,
         keep_steps=True,
         count=ctx.worker_index == 0,  # counts are exact: one worker's are enough
         gc_mode=DEFERRED,  # collections between iterations: the gc suite measures them
+        regimes=True,
+        cold_only=functools.partial(_headline, cfg.baseline),
+        sweep_mb=opts.cold_sweep_mb,
     )
     return out
+
+
+def _headline(baseline: str, s: Strategy) -> bool:
+    """The designs a cold case measures: the baseline and its twins, control (every net
+    figure's reference) and the revisions of a --target run."""
+    return s.name == baseline or s.twin_of == baseline or not s.holds_state or s.is_target
 
 
 def plan(config: RunConfig) -> list[Job]:

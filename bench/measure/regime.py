@@ -1,0 +1,99 @@
+"""The memory regime a scheduler iteration is timed in, set untimed right before it.
+
+What a state lookup costs depends mostly on where its memory is (docs/LOOKUP.md): a
+WeakKeyDictionary get over requests whose lines sit in the core's caches costs a fraction of
+one whose lines come from DRAM. A scheduler iteration timed after other schedulers' work lands
+somewhere between the two, and where depends on how many schedulers share the heap and on what
+else the machine runs (two runs of the same code read 38-49 us and 90-124 us for pr652's net
+decode cost). So each step figure is taken in a declared regime:
+
+    warm   right before the timed iteration, the scheduler's live requests and their state are
+           read once (every attribute of every request, each state looked up without creating):
+           their memory is in cache, as after the real scheduler's own passes over the batch
+           (prepare_for_decode, result processing and output streaming each visit every request
+           of the batch every iteration: bench/core/hotpath.py)
+    cold   right before the timed iteration, a buffer larger than the last-level cache is
+           written (CacheSweep): the requests' memory is evicted, as after other work (the
+           forward's launch work, other processes on the same socket) ran between iterations
+
+Both are set untimed and per scheduler, so the regime does not depend on how many schedulers
+are interleaved or what else runs on the machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.config import STEP_REGIMES as REGIMES
+
+# The sweep when the last-level cache size cannot be read: 64 MiB (twice the 32 MiB L3 of the
+# 2-core EPYC VM the defaults were measured on).
+DEFAULT_SWEEP_BYTES = 64 << 20
+# How many times the last-level cache the sweep writes (once is not enough: replacement is
+# not strictly LRU, and the sweep's own lines must push every earlier line out).
+SWEEP_FACTOR = 2
+_LLC = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def llc_bytes() -> int | None:
+    """The largest cache level's size as the kernel reports it (None when unreadable)."""
+    best = None
+    for index in sorted(_LLC.glob("index*")):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        num = int("".join(c for c in text if c.isdigit()) or 0)
+        size = num * units.get(text[-1:].upper(), 1)
+        best = size if best is None else max(best, size)
+    return best
+
+
+def sweep_bytes(configured_mb: int = 0) -> int:
+    """The sweep's size: as configured (MiB), else SWEEP_FACTOR x the last-level cache."""
+    if configured_mb > 0:
+        return configured_mb << 20
+    llc = llc_bytes()
+    return max(DEFAULT_SWEEP_BYTES, SWEEP_FACTOR * llc) if llc else DEFAULT_SWEEP_BYTES
+
+
+class CacheSweep:
+    """Writes a buffer larger than the last-level cache (memset: every line dirtied)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._buf = (ctypes.c_char * size)()
+        self._fill = 0
+
+    def __call__(self) -> None:
+        self._fill = (self._fill + 1) & 0xFF
+        ctypes.memset(self._buf, self._fill, self.size)
+
+
+def warm_hook(scheduler: Any) -> Callable[[], None]:
+    """Read the scheduler's live requests and their state once (untimed)."""
+
+    def touch() -> None:
+        peek = scheduler.strategy.peek
+        for t in scheduler.live_tracked():
+            req = t.req
+            for _value in vars(req).values():
+                pass
+            peek(req)
+
+    return touch
+
+
+def prepare_hook(regime: str, scheduler: Any, sweep: CacheSweep | None) -> Callable[[], None]:
+    """What runs right before each timed iteration of `scheduler` in `regime`."""
+    if regime == "warm":
+        return warm_hook(scheduler)
+    if regime == "cold":
+        if sweep is None:
+            raise ValueError("the cold regime needs a CacheSweep")
+        return sweep
+    raise ValueError(f"unknown step regime {regime!r}; choose from {', '.join(REGIMES)}")
