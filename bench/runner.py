@@ -94,6 +94,10 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+# Study knob (python -m bench.variation): one hash seed for every worker.
+FIXED_HASH_SEED_ENV = "REQSTATE_FIXED_HASH_SEED"
+
+
 def run_worker(
     suite: str,
     config_path: Path,
@@ -106,7 +110,9 @@ def run_worker(
     """Run one worker (in `cwd`'s source tree when given: `-m` puts it first on sys.path);
     relay its progress; return (exit code, tail of its stderr)."""
     cmd = [sys.executable, "-m", "bench.worker", suite, str(config_path), str(out_path), str(index)]
-    env = {**os.environ, "PYTHONHASHSEED": str(index + 1)}
+    # each worker its own hash seed (pyperf's practice); the variation study fixes one for all
+    seed = os.environ.get(FIXED_HASH_SEED_ENV) or str(index + 1)
+    env = {**os.environ, "PYTHONHASHSEED": seed}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
     )

@@ -9,6 +9,7 @@ instead of hiding it.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from pathlib import Path
@@ -27,8 +28,16 @@ from strategies import resolve_run
 TORCH_THREADS = 1
 
 
+# Study knob (bench.variation): ballast allocated before anything is built, so that the
+# objects built after it land elsewhere in the heap (the instruction gate shifts layouts alike).
+HEAP_SHIFT_ENV = "REQSTATE_HEAP_SHIFT"
+_BALLAST: list[object] = []
+
+
 def main(argv: list[str]) -> int:
     suite, config_path, output_path, index = argv
+    shift = int(os.environ.get(HEAP_SHIFT_ENV, "0") or 0)
+    _BALLAST.extend(bytes(8 + (i * 37) % 200) for i in range(shift * 997))
     config = suites.config_from_json(Path(config_path).read_text(encoding="utf-8"))
     torch.set_num_threads(TORCH_THREADS)
     use_torch_tensors()  # requests hold real tensors where SGLang's Req does
