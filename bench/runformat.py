@@ -432,6 +432,8 @@ class SelfCheck:
     # their state, timed with timeit per regime (warm: in a tight loop; cold: a cache sweep
     # before each scan), beside the suite's net decode cost in the same regime, in µs.
     scan_batch: int = 0
+    scan_neighbours: int = 0  # requests built after each scanned one (the suite's heap)
+    scan_churn: float = 0.0  # requests replaced per scan (states created per iteration)
     scan_timeit_us: dict[str, float] = field(default_factory=dict)
     scan_suite_us: dict[str, float] = field(default_factory=dict)
 
@@ -446,7 +448,9 @@ class SelfCheck:
         if not self.scan_timeit_us:
             return []
         out = [
-            f"   the decode scan (pr652 get over {self.scan_batch} requests holding state), "
+            f"   the decode scan (pr652 get over {self.scan_batch} requests holding state, each "
+            f"followed in the heap by {self.scan_neighbours} other requests as the suite's "
+            f"schedulers interleave them, {self.scan_churn:.2f} replaced per scan), plain "
             "timeit vs the suite's pr652 net decode cost:",
             f"   {'regime':<12} {'timeit us':>10} {'suite us':>10} {'timeit/suite':>13}",
         ]
@@ -532,6 +536,8 @@ class SelfCheck:
                 repeats=int(raw.get("repeats", REPEATS)),
                 hash_seeds=int(raw.get("hash_seeds", DEFAULT_WORKERS)),
                 scan_batch=int(raw.get("scan_batch", 0)),
+                scan_neighbours=int(raw.get("scan_neighbours", 0)),
+                scan_churn=float(raw.get("scan_churn", 0.0)),
                 scan_timeit_us={str(k): float(v) for k, v in raw.get("scan_timeit_us", {}).items()},
                 scan_suite_us={str(k): float(v) for k, v in raw.get("scan_suite_us", {}).items()},
             )

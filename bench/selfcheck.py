@@ -71,42 +71,72 @@ for r in reqs:
         break
 """
 SCAN_STRATEGY = "pr652"
-# A scan timed cold: this many repeats, one scan each after a sweep.
+# Scans timed per regime, one per repeat (after a sweep, in the cold regime).
 COLD_REPEATS = 200
 COLD_SWEEP_BYTES = 64 << 20  # larger than the last-level cache of the machines it ran on
 
 
-def time_scan_us(batch: int, request_model: str, regime: str) -> list[float]:
-    """µs per decode scan of `batch` requests holding their state: warm, in a tight loop
-    (autoranged repeats); cold, each scan after reading one byte of every 64-byte line of a
-    64 MiB buffer (the sweep in the timeit setup, untimed; a plain memset would bypass the
-    caches)."""
+def time_scan_us(
+    batch: int, request_model: str, regime: str, neighbours: int = 0, churn: float = 0.0
+) -> list[float]:
+    """µs per decode scan of `batch` requests holding their state, one scan per repeat:
+    warm, straight after the previous scan; cold, after reading one byte of every 64-byte line
+    of a 64 MiB buffer (in the timeit setup, untimed; a plain memset would bypass the caches).
+    `neighbours` requests are built after each scanned one and kept: the heap the suite's
+    interleaved schedulers give the scan's requests (one request of each other scheduler in
+    turn), which sets how many pages a cold scan touches. `churn` requests per scan are
+    replaced (on average), as the decode batch replaces finished ones: the new one's state is
+    created by the scan, the old one dies in the timed statement (its weak reference's
+    callback removes the table entry), as both happen inside a decode iteration."""
     from bench.core.workload import make_request_class
     from strategies import load_builtin
 
     strategy = load_builtin(SCAN_STRATEGY)
     cls = make_request_class(strategy, model=request_model)
+    plain = make_request_class(None, model=request_model)
     ids = array("q", range(16))
-    reqs = [cls(f"scan-{i}", ids, 1) for i in range(batch)]
-    for r in reqs:
-        strategy.get(r)
-    names = {"reqs": reqs, "get": strategy.get}
-    if regime == "warm":
-        timer = timeit.Timer(SCAN, globals=names)
-        number, _ = timer.autorange()
-        return [t / number * 1e6 for t in timer.repeat(REPEATS, number)]
+    reqs: list[object] = []
+    kept: list[object] = []
+    serial = 0
+
+    def build() -> object:
+        nonlocal serial
+        serial += 1
+        kept.extend(plain(f"n-{serial}-{j}", ids, 1) for j in range(neighbours))
+        return cls(f"scan-{serial}", ids, 1)
+
+    for _ in range(batch):
+        reqs.append(build())
+        strategy.get(reqs[-1])
     buf = bytearray(COLD_SWEEP_BYTES)
-    names["sweep"] = lambda: buf[::64]
-    timer = timeit.Timer(SCAN, setup="sweep()", globals=names)
-    return [t * 1e6 for t in timer.repeat(COLD_REPEATS, 1)]
+    dead: list[object] = []
+    owed = [0.0]
+
+    def setup() -> None:
+        owed[0] += churn
+        while owed[0] >= 1.0:  # finished requests leave, new ones arrive without state
+            owed[0] -= 1.0
+            dead.append(reqs.pop(0))
+            reqs.append(build())
+        if regime == "cold":
+            buf[::64]
+
+    names = {"reqs": reqs, "get": strategy.get, "setup": setup, "dead": dead}
+    timer = timeit.Timer("dead.clear()" + SCAN, setup="setup()", globals=names)
+    timer.timeit(number=1)  # first call: imports and caches out of the way
+    repeats = COLD_REPEATS
+    return [t * 1e6 for t in timer.repeat(repeats, 1)]
 
 
-def suite_scan_figures(run: RunData) -> tuple[int, dict[str, float]]:
-    """The run's decode batch and pr652's net decode cost per regime (µs), where measured."""
+def suite_scan_figures(run: RunData) -> tuple[int, int, float, dict[str, float]]:
+    """The run's decode batch, how many schedulers its warm decode case interleaved, the
+    states pr652 created per iteration there (the batch's churn), and pr652's net decode cost
+    per regime (µs), where measured."""
     from bench.report.scenarios.model import cases
 
     out: dict[str, float] = {}
-    batch = 0
+    batch = schedulers = 0
+    churn = 0.0
     for case in cases(run):
         if case.name != "decode-dspark" or set(case.key.extra) - {"regime"}:
             continue
@@ -114,7 +144,10 @@ def suite_scan_figures(run: RunData) -> tuple[int, dict[str, float]]:
         if cost is not None and cost.net is not None:
             out[case.regime] = cost.net.median * 1e6
             batch = int(case.values.get("decode_batch", 0))
-    return batch, out
+            if case.regime == "warm":
+                schedulers = len(case.costs)
+                churn = cost.created or 0.0
+    return batch, schedulers, churn, out
 
 
 def time_in_processes(
@@ -199,12 +232,16 @@ def selfcheck(
     if run is not None and run_dir is not None:
         result.suite_ns = suite_figures(run, live)
         result.run = run_dir.name
-        batch, suite_scan = suite_scan_figures(run)
+        batch, schedulers, churn, suite_scan = suite_scan_figures(run)
         if suite_scan:
             result.scan_batch = batch
+            result.scan_neighbours = max(0, schedulers - 1)
+            result.scan_churn = churn
             result.scan_suite_us = suite_scan
             result.scan_timeit_us = {
-                regime: statistics.median(time_scan_us(batch, model, regime))
+                regime: statistics.median(
+                    time_scan_us(batch, model, regime, result.scan_neighbours, churn)
+                )
                 for regime in suite_scan
             }
         if write:

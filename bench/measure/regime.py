@@ -82,13 +82,18 @@ class CacheSweep:
 def warm_hook(scheduler: Any) -> Callable[[], None]:
     """Read the scheduler's live requests and their state once (untimed)."""
 
+    peek = scheduler.strategy.peek
+    fields = scheduler.strategy.fields
+
     def touch() -> None:
-        peek = scheduler.strategy.peek
         for t in scheduler.live_tracked():
             req = t.req
             for _value in vars(req).values():
                 pass
-            peek(req)
+            state = peek(req)
+            if state is not None:
+                for f in fields:
+                    getattr(state, f, None)
 
     return touch
 
