@@ -66,7 +66,7 @@ def test_summary_markdown(run: Path) -> None:
     twin = next(ln for ln in md.splitlines() if ln.startswith("| `pr652.aa`"))
     assert f"1.000{TIMES} \\[1.000, 1.000\\] same" in twin
     assert (
-        "| prefill-dspark | `pr652` per\\_field | 50.0 µs \\[50.0, 50.0\\] | 0.0042% | 160.0 / 3.50 |"
+        "| prefill-dspark | `pr652` per\\_field | 50.0 µs \\[50.0, 50.0\\] | baseline | 0.0042% | 160.0 / 3.50 |"
         in md
     )
     paragraph = next(ln for ln in md.splitlines() if ln.startswith("- prefill-dspark"))

@@ -80,6 +80,11 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
         for n in (16, 32):
             name = f"scaling/{s}/scenario=decode-dspark/pattern=per_field/decode_batch={n}"
             assert name in names["scaling"]
+    # the cold memory regime: a case of its own, for the headline designs only
+    cold = {n for n in names["step"] if n.endswith("/regime=cold")}
+    assert {n.split("/")[1] for n in cold} == {"pr652", "pr652.aa", "control"}
+    for scenario in ("prefill-dspark", "decode-dspark"):
+        assert f"step/pr652/scenario={scenario}/pattern=per_field/regime=cold" in cold
 
 
 def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: Path) -> None:

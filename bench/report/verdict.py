@@ -105,7 +105,13 @@ def axis_label(axis: str, value: str) -> str:
 
 
 def _families_of(spec: FamilySpec, run: RunData, summaries: list[Summary]) -> list[Family]:
-    rows = [s for s in summaries if s.kind == spec.kind and s.bench.matches(**dict(spec.match))]
+    rows = [
+        s
+        for s in summaries
+        if s.kind == spec.kind
+        and s.bench.matches(**dict(spec.match))
+        and not any(s.bench.get(k) == v for k, v in spec.exclude)
+    ]
     groups: list[str | None] = [None]
     if spec.group is not None:
         found = [g for g in (s.bench.get(spec.group) for s in rows) if g is not None]

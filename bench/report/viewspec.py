@@ -42,6 +42,7 @@ class FamilySpec:
     group: str | None = None
     group_config: str | None = None  # a run-configuration key giving the groups' order
     match: tuple[tuple[str, str], ...] = ()  # only benchmarks with these parameters
+    exclude: tuple[tuple[str, str], ...] = ()  # and none with any of these
     has_test: bool = True  # entries carry significance against the baseline
     # Open in the HTML report and summarised in summary.md (the PR text): all or none of the
     # family's groups (a bool), or the group values that are (a tuple).

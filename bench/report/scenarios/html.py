@@ -15,6 +15,7 @@ from bench.report.scenarios.prose import (
     pct,
     sweep_sentences,
     verdict_paragraph,
+    versus_baseline,
 )
 from bench.report.text import fmt
 from bench.stats.scenarios import Case, RequestRow
@@ -112,6 +113,7 @@ def _cost_table(run: RunData, case: Case) -> Html:
                     if c.net
                     else ("0 (reference)" if run.is_reference(c.strategy) else "n/a")
                 ),
+                num(versus_baseline(run, case, c)),
                 num(share),
                 num("" if c.lookups is None else f"{c.lookups:,.1f}"),
                 num("" if c.created is None else f"{c.created:,.2f}"),
@@ -127,6 +129,7 @@ def _cost_table(run: RunData, case: Case) -> Html:
         "pattern",
         "iteration (median)",
         "net of control [95% CI]",
+        "vs baseline, paired [95% CI]",
         "share of forward [95% CI]",
         "lookups / iteration",
         "states created / iteration",

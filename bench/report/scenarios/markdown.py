@@ -13,6 +13,7 @@ from bench.report.scenarios.prose import (
     pct,
     sweep_sentences,
     verdict_paragraph,
+    versus_baseline,
 )
 from bench.report.text import esc_md, md_table
 from bench.stats.scenarios import REVIEW, Case
@@ -50,6 +51,7 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
                     esc_md(case.title),
                     f"`{c.strategy}` {esc_md(c.pattern)}",
                     esc_md(net_text(c)),
+                    esc_md(versus_baseline(run, case, c)),
                     esc_md(pct(c.share(c.net.median))),
                     esc_md(
                         "" if c.lookups is None else f"{c.lookups:,.1f} / {c.created or 0:,.2f}"
@@ -64,6 +66,7 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
                     "scenario",
                     "design",
                     "net µs / iteration",
+                    "vs baseline, paired",
                     "share of forward",
                     "lookups / created per iteration",
                     "mean queues",

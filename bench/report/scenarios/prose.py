@@ -121,6 +121,24 @@ REGIME_WORDS = {
 }
 
 
+def versus_baseline(run: RunData, case: Case, c: Cost) -> str:
+    """A design's cost against the baseline design of the same case, paired per round: the
+    difference with its interval, and "same" where the interval includes zero (two designs
+    that execute the same lookups, pr652 per_field and cached on a decode node, read the same
+    here even when their medians differ)."""
+    base = case.cost(run.baseline, run.pattern_of(run.baseline))
+    if base is not None and c.bench == base.bench:
+        return "baseline"
+    if base is None or run.is_reference(c.strategy):
+        return ""
+    diff = _difference(run, c, base)
+    if diff is None:
+        return ""
+    sign = "+" if diff.median >= 0 else "-"
+    text = f"{sign}{us(abs(diff.median))} [{diff.ci_low * 1e6:,.1f}, {diff.ci_high * 1e6:,.1f}]"
+    return text + ("" if diff.significant else " (same)")
+
+
 def regime_sentence(run: RunData, case: Case, all_cases: Sequence[Case]) -> str:
     """Both ends of the memory regime in one sentence, for a warm case whose cold twin was
     measured: the baseline's net cost (or, for revisions, the change between them) in each."""

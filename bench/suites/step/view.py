@@ -258,6 +258,18 @@ FAMILIES = (
         axis_config="patterns",
         group="scenario",
         group_config="scenarios",
+        exclude=(("regime", "cold"),),
         featured=True,
+    ),
+    FamilySpec(
+        "step_{group}_cold",
+        "scheduler iteration time, {group}, requests evicted (cold regime)",
+        KIND,
+        axis="pattern",
+        axis_label="access pattern",
+        axis_config="patterns",
+        group="scenario",
+        group_config="scenarios",
+        match=(("regime", "cold"),),
     ),
 )

@@ -1,0 +1,178 @@
+"""The memory regimes step figures are taken in (bench.measure.regime), the cases and prose that
+carry them, the precision of a --target run's change, and the selfcheck's scan."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from bench.adaptive import change_precision
+from bench.measure import regime
+from bench.names import BenchName, CaseKey
+from bench.runformat import SelfCheck
+from bench.stats.rounds import Rounds
+from bench.stats.scenarios import Case
+
+
+def test_llc_and_sweep_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i, size in enumerate(("32K", "1024K", "32768K")):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "size").write_text(size + "\n")
+    monkeypatch.setattr(regime, "_LLC", tmp_path)
+    assert regime.llc_bytes() == 32 << 20
+    assert regime.sweep_bytes() == 64 << 20  # twice the LLC
+    assert regime.sweep_bytes(8) == 8 << 20  # as configured
+    monkeypatch.setattr(regime, "_LLC", tmp_path / "absent")
+    assert regime.llc_bytes() is None
+    assert regime.sweep_bytes() == regime.DEFAULT_SWEEP_BYTES
+
+
+def test_hooks() -> None:
+    touched: list[object] = []
+
+    class Strategy:
+        fields = ("a", "b")
+
+        @staticmethod
+        def peek(req: object) -> object:
+            touched.append(req)
+            return type("S", (), {"a": 1, "b": 2})()
+
+    class Tracked:
+        def __init__(self, req: object) -> None:
+            self.req = req
+
+    class Sched:
+        strategy = Strategy()
+
+        def live_tracked(self) -> list[Tracked]:
+            return [Tracked(type("R", (), {})()) for _ in range(3)]
+
+    regime.prepare_hook("warm", Sched(), None)()
+    assert len(touched) == 3
+    sweep = regime.CacheSweep(1 << 16)
+    assert regime.prepare_hook("cold", Sched(), sweep) is sweep
+    sweep()  # reads every line, returns nothing
+    with pytest.raises(ValueError, match="needs a CacheSweep"):
+        regime.prepare_hook("cold", Sched(), None)
+    with pytest.raises(ValueError, match="unknown step regime 'tepid'"):
+        regime.prepare_hook("tepid", Sched(), None)
+
+
+def test_step_regimes_are_validated() -> None:
+    from bench import suites
+
+    config = suites.default_config()
+    assert next(extra for _sc, extra in config.options["step"].cases(config)) == {"regime": "cold"}
+    for bad in (("tepid",), ("cold",), ()):
+        with pytest.raises(ValueError, match="step_regimes"):
+            config.with_suite("step", regimes=bad).validate()
+
+
+def _case(**extra: str) -> Case:
+    return Case(CaseKey.of("decode-dspark", **extra), "decode-dspark", "", (), {}, {}, {}, [], {})
+
+
+def test_a_case_finds_itself_in_the_other_regime() -> None:
+    from bench.report.scenarios.prose import headline_cases
+
+    warm, cold, swept = _case(), _case(regime="cold"), _case(decode_batch="64")
+    cases = [warm, cold, swept]
+    assert (warm.regime, cold.regime) == ("warm", "cold")
+    assert warm.in_regime(cases, "cold") is cold
+    assert cold.in_regime(cases, "warm") is warm
+    assert swept.in_regime(cases, "cold") is None
+    assert headline_cases(cases) == [warm, swept]  # the cold one goes into warm's paragraph
+
+
+def _rounds(base: list[float], head: list[float], workers: int = 4) -> Rounds:
+    """Two benchmarks, `workers` processes of the same per-round values (paired by worker)."""
+    names = {
+        str(BenchName.of("step", s, scenario="decode-dspark", pattern="as_written")): v
+        for s, v in (("base", base), ("head", head))
+    }
+    return Rounds(
+        {n: [list(v) for _ in range(workers)] for n, v in names.items()},
+        {n: list(range(workers)) for n in names},
+    )
+
+
+def test_change_precision_is_the_change_between_revisions() -> None:
+    rng = random.Random(1)
+    base = [100e-6 + rng.uniform(-1e-6, 1e-6) for _ in range(8)]
+    # a 10 us change, paired: the baseline's own net cost does not enter
+    head = [b + 10e-6 + rng.uniform(-0.5e-6, 0.5e-6) for b in base]
+    (p,) = change_precision(
+        _rounds(base, head),
+        baseline="base",
+        others=["head"],
+        pattern="as_written",
+        within=("pattern",),
+    ).values()
+    assert p.estimate == pytest.approx(10e-6, rel=0.1)
+    assert p.half_width_pct is not None
+    assert p.half_width_pct < 15
+    # no change at all, resolved to well under 1% of the iteration: precise in absolute terms
+    same = [b + rng.uniform(-0.1e-6, 0.1e-6) for b in base]
+    (p,) = change_precision(
+        _rounds(base, same),
+        baseline="base",
+        others=["head"],
+        pattern="as_written",
+        within=("pattern",),
+    ).values()
+    assert p.reached(15.0)
+
+
+def test_selfcheck_scan_round_trips_and_judges() -> None:
+    check = SelfCheck(
+        live=1000,
+        request_model="m",
+        timeit_ns={},
+        scan_batch=256,
+        scan_neighbours=19,
+        scan_churn=1.25,
+        scan_timeit_us={"warm": 38.9, "cold": 100.0},
+        scan_suite_us={"warm": 39.0, "cold": 148.5},
+    )
+    again = SelfCheck.from_json(json.loads(json.dumps(check.to_json())))
+    assert again == check
+    text = "\n".join(check.lines())
+    assert "19 other requests" in text
+    assert "1.25 replaced per scan" in text
+    assert check.scan_agreement("warm") == pytest.approx(38.9 / 39.0)
+    lines = {ln.split()[0]: ln for ln in check.scan_lines()[2:]}
+    assert lines["warm"].endswith("agrees")
+    assert lines["cold"].endswith("DISAGREES")
+
+
+def test_selfcheck_times_the_scan_in_both_regimes() -> None:
+    from bench.selfcheck import time_scan_us
+
+    for name in ("warm", "cold"):
+        values = time_scan_us(8, "fork-c96e68b62b", name, neighbours=1, churn=0.5)
+        assert len(values) > 10
+        assert all(v > 0 for v in values)
+
+
+def test_two_designs_with_the_same_lookups_read_the_same(tmp_path: Path) -> None:
+    """pr652 per_field and cached execute the same lookups on a decode node: medians that differ
+    by chance must not be shown as a difference (the paired interval includes zero)."""
+    from tests.fixtures.make_run import write_run
+    from tests.helpers import run_cli
+
+    run = write_run(tmp_path, cached_noise=0.2)
+    r = run_cli("report", str(run))
+    assert r.returncode == 0, r.stderr
+    md = (run / "summary.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| prefill-dspark | `pr652` cached"))
+    assert "(same)" in row
+    paragraph = next(ln for ln in md.splitlines() if ln.startswith("- prefill-dspark"))
+    assert "once per call site instead of once per field" in paragraph
+    assert "within noise: its interval includes zero" in paragraph
+    html = (run / "report.html").read_text()
+    assert "(same)" in html
