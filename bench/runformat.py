@@ -81,6 +81,12 @@ class GcCounts:
     max_pause_ns: int = 0
     steps: int = 0
     tracked_objects_at_start: list[int] = field(default_factory=list)  # one per process
+    # objects in the oldest generation when the measured steps began and ended (frozen ones
+    # excepted), and the steps between (warm-up values included), one per process: how fast
+    # the long-lived population grows, which sets when CPython starts a full collection
+    gen2_at_start: list[int] = field(default_factory=list)
+    gen2_at_end: list[int] = field(default_factory=list)
+    gen2_steps: list[int] = field(default_factory=list)
 
     def add(self, other: GcCounts) -> None:
         self.collections = [a + b for a, b in zip(self.collections, other.collections, strict=True)]
@@ -88,6 +94,9 @@ class GcCounts:
         self.max_pause_ns = max(self.max_pause_ns, other.max_pause_ns)
         self.steps += other.steps
         self.tracked_objects_at_start.extend(other.tracked_objects_at_start)
+        self.gen2_at_start.extend(other.gen2_at_start)
+        self.gen2_at_end.extend(other.gen2_at_end)
+        self.gen2_steps.extend(other.gen2_steps)
 
     def check(self) -> str | None:
         if len(self.collections) != 3 or len(self.pause_ns) != 3:
@@ -160,6 +169,9 @@ class SuiteExtras:
     # Where a worker's time went, in seconds summed over processes: building schedulers and
     # populations, measuring, counting, ... (bench.measure.context.phase)
     phases: dict[str, float] = field(default_factory=dict)
+    # gc suite: the tracked objects each full collection of gc_live/<s>/live=L/gc=<mode>
+    # traversed (frozen objects excepted), keyed by that benchmark's name
+    gc_live_objects: dict[str, int] = field(default_factory=dict)
 
     def merge(self, other: SuiteExtras) -> None:
         """Fold another worker process's extras into these."""
@@ -178,6 +190,7 @@ class SuiteExtras:
                 mine.construct_ns.extend(figures.construct_ns)
         for name, seconds in other.phases.items():
             self.phases[name] = self.phases.get(name, 0.0) + seconds
+        self.gc_live_objects.update(other.gc_live_objects)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

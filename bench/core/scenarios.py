@@ -140,6 +140,40 @@ PARAMS: dict[str, Param] = {
         lo=0,
         hi=256,
     ),
+    "iteration_objects_per_request": Param(
+        int,
+        "GC-tracked objects an iteration allocates per batch request and frees by reference "
+        "counting before it ends (the gc suite's allocation model)",
+        lo=0,
+        hi=256,
+    ),
+    "iteration_objects_fixed": Param(
+        int,
+        "GC-tracked objects an iteration allocates whatever the batch size and frees before it "
+        "ends (the gc suite's allocation model)",
+        lo=0,
+        hi=100_000,
+    ),
+    "request_objects_per_iteration": Param(
+        int,
+        "GC-tracked objects appended to each batch request per iteration, kept as long as the "
+        "request (the gc suite's allocation model)",
+        lo=0,
+        hi=64,
+    ),
+    "server_objects_per_request": Param(
+        int,
+        "GC-tracked objects a finished request leaves for the server's lifetime (radix-cache "
+        "nodes; the gc suite's allocation model)",
+        lo=0,
+        hi=256,
+    ),
+    "server_objects_capacity": Param(
+        int,
+        "server-lifetime objects kept at most (the oldest go first, as the radix cache evicts)",
+        lo=0,
+        hi=10_000_000,
+    ),
     "branch_share": Param(
         float,
         "share of requests for which a replayed state-group access under a branch the reader "
@@ -180,6 +214,11 @@ class Scenario:
     forward_ms: float
     keep_finished: int
     batch_objects_per_request: int
+    iteration_objects_per_request: int
+    iteration_objects_fixed: int
+    request_objects_per_iteration: int
+    server_objects_per_request: int
+    server_objects_capacity: int
     branch_share: float
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     modified: tuple[str, ...] = ()  # parameters changed from the preset by --set / --sweep
@@ -292,6 +331,44 @@ BENCH_RANDOM = (
     "(python/sglang/benchmark/serving.py:2282), lengths randint(max(ratio*len,1), len) "
     "(python/sglang/benchmark/datasets/common.py:57-64) at c96e68b62b"
 )
+MAIN = " at sgl-project/sglang d55f1c28e2"
+GC_ESTIMATE = "estimate read from the code" + MAIN + " (docs/SCENARIOS.md, GC model): "
+ITER_DECODE = (
+    GC_ESTIMATE + "per decode batch request, one list in the normalised token ids "
+    "(`[[t] for t in ids]`, managers/scheduler_components/batch_result_processor.py:938) and two "
+    "array slices per emitted request in the output stream (output_streamer.py, stream_interval "
+    "1: every token), freed when the iteration's result is sent; swept"
+)
+ITER_PREFILL = (
+    GC_ESTIMATE + "per prefill batch request, one array slice of its input "
+    "(managers/schedule_batch.py prepare_for_extend, 2369); swept"
+)
+FIXED_DECODE = (
+    GC_ESTIMATE + "per decode iteration: the ForwardBatch and its per-batch lists "
+    "(model_executor/forward_batch_info.py:704), the tensors prepare_for_decode makes "
+    "(schedule_batch.py:3038), the stream accumulator's 26 lists and the BatchTokenIDOutput "
+    "(output_streamer.py:129): about 45; swept"
+)
+FIXED_PREFILL = (
+    GC_ESTIMATE + "per prefill iteration: ~14 lists and ~7 tensors of prepare_for_extend "
+    "(schedule_batch.py:2369) and ~17 objects of SamplingBatchInfo.from_schedule_batch "
+    "(sampling/sampling_batch_info.py:87): about 38; swept"
+)
+PER_REQUEST_APPEND = (
+    "0: a request without logprobs appends no tracked object per step (its output ids are an "
+    "array('q')); with top logprobs _apply_decode_logprobs appends a list of values and one of "
+    "ids per step (batch_result_processor.py:956" + MAIN + "): 2, swept"
+)
+SERVER_OBJECTS = (
+    GC_ESTIMATE + "RadixCache.cache_finished_req (mem_cache/radix_cache.py:458) inserts the "
+    "finished request's tokens: a node split and a new leaf, each a TreeNode with its children "
+    "dict and key/value objects, about 5 of the 15-25 objects it allocates stay in the tree; "
+    "swept"
+)
+SERVER_CAPACITY = (
+    "assumption: the radix tree is bounded by the KV pool and evicts its oldest leaves; 100,000 "
+    "nodes' objects (swept)"
+)
 SHAREGPT = "sgl-project/sglang#2805: 369,103 in / 326,408 out tokens over 1,648 ShareGPT requests"
 SHAREGPT_PER_CHUNK = SHAREGPT + ": ~224 input tokens each, ~36 per 8,192-token chunk (inferred)"
 ASSUMED = "assumption (no published number; swept in docs/SCENARIOS.md)"
@@ -362,6 +439,11 @@ _PREFILL: dict[str, tuple[Any, str]] = {
     "forward_ms": (1200.0, PREFILL_FORWARD),
     "keep_finished": (0, NON_OVERLAP_LOOP),
     "batch_objects_per_request": (2, GC_SURVIVORS),
+    "iteration_objects_per_request": (1, ITER_PREFILL),
+    "iteration_objects_fixed": (38, FIXED_PREFILL),
+    "request_objects_per_iteration": (0, PER_REQUEST_APPEND),
+    "server_objects_per_request": (5, SERVER_OBJECTS),
+    "server_objects_capacity": (100_000, SERVER_CAPACITY),
     "branch_share": (
         1.0,
         "assumption: every branch the access reader cannot resolve is taken (an upper bound on a "
@@ -395,6 +477,8 @@ _DECODE = {
     ),
     "arrival": ("fill", "decode-bound: every finished request is replaced, the batch stays at B"),
     "forward_ms": (90.0, DECODE_FORWARD),
+    "iteration_objects_per_request": (3, ITER_DECODE),
+    "iteration_objects_fixed": (45, FIXED_DECODE),
 }
 
 PRESETS: dict[str, Scenario] = {
@@ -505,6 +589,12 @@ ABSENT_MEANS: dict[str, Any] = {
     "dp_size": 1,
     "accepted_tokens_per_verify": 1,
     "branch_share": 1.0,
+    # the gc allocation model did not exist: nothing allocated beyond the batch objects
+    "iteration_objects_per_request": 0,
+    "iteration_objects_fixed": 0,
+    "request_objects_per_iteration": 0,
+    "server_objects_per_request": 0,
+    "server_objects_capacity": 0,
 }
 
 DEFAULT_SET = ("prefill-dspark", "prefill-sharegpt", "prefill-no-dspark", "decode-dspark")

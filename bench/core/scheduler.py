@@ -90,6 +90,7 @@ class Tracked:
     failed: bool = False  # aborted (row allocation failed)
     generated: int = 0
     dst: list[int] = field(default_factory=list)
+    held: list[Any] = field(default_factory=list)  # gc model: objects kept for its life
 
     @property
     def pd(self) -> bool:
@@ -133,6 +134,7 @@ class SchedulerLoop:
         requests: RequestSource | None = None,
         group_layout: tuple[tuple[str, bool], ...] | None = None,
         counting: bool = False,
+        gc_model: bool = False,
     ) -> None:
         check_pattern(strategy, pattern)
         self.strategy = strategy
@@ -183,6 +185,11 @@ class SchedulerLoop:
             counting=counting,
         )
         self._new: list[Any] = []  # requests built this iteration
+        # The gc suite's allocation model (docs/SCENARIOS.md "GC model"): objects an iteration
+        # allocates and frees, objects kept per request, objects kept for the server's life.
+        self.gc_model = gc_model
+        self._transient: list[list[int]] | None = None
+        self._server: deque[list[int]] = deque(maxlen=self.scenario.server_objects_capacity or 1)
 
     # -- shared pieces ----------------------------------------------------------------------
 
@@ -216,11 +223,17 @@ class SchedulerLoop:
         keep_finished iterations later (last batch, overlap result queue)."""
         for t in done:
             self.strategy.release(t.req)
+        if self.gc_model and self.scenario.server_objects_capacity:
+            k = self.scenario.server_objects_per_request
+            for _ in done:  # what the radix cache keeps of it
+                self._server.extend([j] for j in range(k))
         self.completed += len(done)
         self._retiring.extend(done)
 
     def _retire(self) -> None:
-        """Once per iteration: age the finished requests; the oldest are dropped."""
+        """Once per iteration: age the finished requests; the oldest are dropped; the
+        iteration's own objects go."""
+        self._transient = None
         self.finished.append(self._retiring)
         self._retiring = []
         while len(self.finished) > self.scenario.keep_finished:
@@ -236,6 +249,17 @@ class SchedulerLoop:
         self._batches.append([[i] for i in range(n)])
         while len(self._batches) > self.scenario.keep_finished + 1:
             self._batches.popleft()
+        if self.gc_model:
+            s = self.scenario
+            k = batch_requests * s.iteration_objects_per_request + s.iteration_objects_fixed
+            self._transient = [[i] for i in range(k)]  # gone when the iteration ends
+
+    def _keep_per_request(self, batch: list[Tracked]) -> None:
+        """The gc model: objects each batch request keeps for the rest of its life."""
+        k = self.scenario.request_objects_per_iteration
+        if self.gc_model and k:
+            for t in batch:
+                t.held.extend([j] for j in range(k))
 
     def _scan(self, reqs: list[Any]) -> list[int] | None:
         if not self.scans_here:
@@ -282,6 +306,8 @@ class SchedulerLoop:
         self._retiring = []
         self._batches.clear()
         self._new = []
+        self._transient = None
+        self._server.clear()
 
 
 class PrefillLoop(SchedulerLoop):
@@ -334,6 +360,7 @@ class PrefillLoop(SchedulerLoop):
         batch = self._form_batch()
         self._prefill_batch = len(batch)
         self._bookkeeping(len(batch))
+        self._keep_per_request([t for t, *_ in batch])
         if batch:
             truth = self.scenario.hidden_transfer and any(t.pd for t, *_ in batch)
             if self.scans_here:
@@ -636,6 +663,7 @@ class DecodeLoop(SchedulerLoop):
         self._prefill_batch = len(prefill)
         reqs = [t.req for t in self.running] + [t.req for t in prefill]
         self._bookkeeping(len(reqs))
+        self._keep_per_request(self.running)
         layers = self._scan(reqs)
         if self.verify and layers is not None:
             raise VerificationError(f"decode scan found layers at step {self.step_no}")

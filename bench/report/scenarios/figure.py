@@ -12,7 +12,7 @@ def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
     """With a sweep: each design's cost net of control against the swept value, one panel per
     scenario (colour: strategy; line: access pattern)."""
     key = run.config.sweep_key
-    all_cases = cases(run) if key else []
+    all_cases = [c for c in cases(run) if c.regime == "warm"] if key else []
     if not key or len(all_cases) < 2:
         return None
     import matplotlib.pyplot as plt

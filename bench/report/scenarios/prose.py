@@ -274,8 +274,9 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
     if not key:
         return []
     out = []
-    for name in dict.fromkeys(c.name for c in all_cases):
-        mine = [c for c in all_cases if c.name == name]
+    warm = [c for c in all_cases if c.regime == "warm"]
+    for name in dict.fromkeys(c.name for c in warm):
+        mine = [c for c in warm if c.name == name]
         if len(mine) < 2:
             continue
         sig_at = []

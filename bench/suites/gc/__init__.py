@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.config import RunConfig, SuiteOptions
+from bench.gcprobe import RAISED_THRESHOLD
 
 if TYPE_CHECKING:
     from bench.core.scenarios import Scenario
@@ -34,7 +35,7 @@ PAIRED = False  # one worker process per strategy: values of two strategies shar
 # the scenario: a noise family is the GC mode (the A/A twin strayed 25-32% on prefill cases and
 # 2% on decode ones in the same quick run).
 NOISE_KEYS = {"gc": ("gc",), "gc_full": ("gc",)}
-BUDGET_SHARE = 0.8  # its plan's share of the budget (fixed: not adaptive)
+BUDGET_SHARE = 1.7  # its plan's share of the budget (fixed: not adaptive; ~90 s here over the 1.08M heap)
 SHARED = ("GC_PATTERN",)
 GC_PATTERN = (
     "per_field"  # the PR's access pattern (revisions: as written); GC does not depend on it
@@ -67,14 +68,24 @@ class Options(SuiteOptions):
     # torch once (~2.5 s saved per strategy here); False: a fresh interpreter per strategy, as on
     # a GPU, where a forked child cannot use CUDA.
     fork_strategies: bool = True
-    modes: tuple[str, ...] = ("enabled", "frozen")
+    # enabled (CPython's defaults), frozen after warm-up (SGLang's default since PR #34999),
+    # raised thresholds (bench/gcprobe.py says where each comes from)
+    modes: tuple[str, ...] = ("enabled", "frozen", "raised")
+    raised_threshold: tuple[int, ...] = RAISED_THRESHOLD
     # The run's scenarios this suite measures (none in common: all of them). By default the two
     # DSpark headline cases, where requests hold the state: prefill-no-dspark creates none, and
     # prefill-sharegpt's steps cost ~4x prefill-dspark's; add them with gc_scenarios.
     scenarios: tuple[str, ...] = ("prefill-dspark", "decode-dspark")
-    background_objects: int = 500_000
+    # The scheduler's long-lived population: ~1.08M gen2 objects measured in SGLang's scheduler
+    # process (sgl-project/sglang PR #30693: "the scheduler's ~1.08M gen2 objects"; #30596
+    # counts ~2.5-2.7M across tokenizer manager, scheduler and detokenizer).
+    background_objects: int = 1_080_000
     steps_per_value: int = 50
     memory_sample_requests: int = 1_000
+    # Live requests a full collection is timed with: ~1,500, where automatic gen2 collections
+    # were reported pausing the scheduler 100-350 ms (PR #36366), and 4,096, the high end of
+    # max_running_requests per DP worker (kv_cache_configurator.py:1622-1627 at c96e68b62b).
+    live_sizes: tuple[int, ...] = (1_500, 4_096)
 
     def gc_cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
         """The run's cases whose scenario is in `scenarios` (all of them when none is)."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bench.config import RunConfig
 from bench.measure.context import SuiteOutput, WorkerContext, failure_text, phase
 from bench.names import BenchName
+from bench.runformat import StepSeries
 from bench.storage import read_json, write_json
 from bench.suites.gc import GC_PATTERN, KIND
 from bench.suites.spec import Job
@@ -81,19 +82,90 @@ def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
             out.add(name, value, warmup=False, loops=n, unit=unit)
 
 
+def _with_state(ctx: WorkerContext, s: Strategy, k: int, tag: str) -> list[Any]:
+    """k of the strategy's requests, each holding its (empty) state."""
+    cls = ctx.config.requests.make(s)
+    ids = array("q", (1, 2, 3, 4))
+    reqs = [cls(f"{tag}{i}", ids, 1) for i in range(k)]
+    for r in reqs:
+        s.get(r)
+    return reqs
+
+
+def _live_pauses(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
+    """The pause of a full collection with L of the strategy's requests alive over the
+    background heap (median of FULL_COLLECTIONS), collector enabled and frozen (the heap frozen
+    before the requests are built, as after a server's warm-up): gc_live/<s>/live=L/gc=<mode>."""
+    from bench.gcprobe import full_collection_ns, tracked_objects
+
+    opts = ctx.config.suite(KIND)
+    for mode in ("enabled", "frozen"):
+        if mode not in opts.modes:
+            continue
+        gc.collect()
+        if mode == "frozen":
+            gc.freeze()
+        try:
+            for live in opts.live_sizes:
+                reqs = _with_state(ctx, s, live, "l")
+                name = BenchName.of("gc_live", s.name, live=live, gc=mode)
+                gc.collect()
+                # what that collection traverses: every tracked object (gc.get_objects leaves
+                # the frozen ones out)
+                out.extras.gc_live_objects[str(name)] = tracked_objects()
+                for _ in range(FULL_COLLECTIONS):
+                    out.add(
+                        name, full_collection_ns() / 1e9, warmup=False, loops=1,
+                        unit="second", gc_mode=mode,
+                    )  # fmt: skip
+                for r in reqs:
+                    s.release(r)
+                del reqs
+        finally:
+            gc.unfreeze()
+
+
+# Requests whose death is timed per strategy (one batch: a few ms).
+DEATHS = 2_000
+
+
+def _death_cost(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
+    """What a request's end costs: the strategy's release and the request's last reference
+    dropped (a WeakKeyDictionary's callback removes its entry then), ns per request, collector
+    paused: death/<s>/metric=ns_per_request."""
+    from bench.gcprobe import gc_paused
+    from bench.timing import now_ns
+
+    with gc_paused():
+        reqs = _with_state(ctx, s, DEATHS, "d")
+        start = now_ns()
+        for r in reqs:
+            s.release(r)
+        reqs.clear()  # the last references: weakref callbacks, deallocation
+        elapsed = now_ns() - start
+    name = BenchName.of("death", s.name, metric="ns_per_request")
+    out.add(name, elapsed / DEATHS / 1e9, warmup=False, loops=DEATHS, unit="second")
+
+
 def _full_collection_s() -> float:
     from bench.timing import time_loop_ns
 
     return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
 
 
-def _run_mode(
+def _run_case(
     ctx: WorkerContext,
     out: SuiteOutput,
     s: Strategy,
     case: tuple[Scenario, dict[str, str]],
-    mode: str,
+    modes: tuple[str, ...],
+    *,
+    full: bool,
 ) -> None:
+    """One scheduler of the case, warmed up once, then measured in every GC mode in turn (the
+    collector's state is set anew for each); full: also a full collection's pause with its live
+    population, per mode (the headline designs)."""
+    from bench.core.callsites import patterns_for
     from bench.core.scheduler import make_scheduler, warmup_steps
     from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
     from bench.measure.steps import StepRecorder
@@ -104,58 +176,95 @@ def _run_mode(
     scenario, extra = case
     steps = cfg.suite(KIND).steps_per_value
     pool = ctx.make_pool(scenario)
-    from bench.core.callsites import patterns_for
-
     (pattern,) = patterns_for(s, (GC_PATTERN,))
-    name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
-    counts = GcCounts()
     with GcProbe() as probe:
         with phase(out, "gc:build"):
             with gc_paused():
-                sched = make_scheduler(s, scenario, pool, pattern=pattern, seed=cfg.seed)
+                sched = make_scheduler(
+                    s, scenario, pool, pattern=pattern, seed=cfg.seed, gc_model=True
+                )
             rec = StepRecorder(sched, StepClock(ctx.device), probe, keep_steps=True)
             sched.run(warmup_steps(scenario) + steps)  # warm-up before freezing, as engines do
-        apply_gc_mode(mode)
-        counts.tracked_objects_at_start.append(len(gc.get_objects()))
-        with phase(out, "gc:measure"):
-            for r in range(cfg.warmup_values + cfg.values):
-                warmup = r < cfg.warmup_values
-                c0, p0 = list(probe.collections), list(probe.pause_ns)
-                probe.max_pause_ns = 0
-                value = rec.measure(steps, warmup=warmup)
-                out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
-                if warmup:
-                    continue
-                counts.add(
-                    GcCounts(
-                        collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
-                        pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
-                        max_pause_ns=probe.max_pause_ns,
-                        steps=steps,
+        for mode in modes:
+            name = BenchName.of("gc", s.name, scenario=scenario.name, gc=mode, **extra)
+            counts = GcCounts()
+            apply_gc_mode(mode, cfg.suite(KIND).raised_threshold)
+            counts.tracked_objects_at_start.append(len(gc.get_objects()))
+            counts.gen2_at_start.append(len(gc.get_objects(generation=2)))
+            measured = 0
+            with phase(out, "gc:measure"):
+                for r in range(cfg.warmup_values + cfg.values):
+                    warmup = r < cfg.warmup_values
+                    c0, p0 = list(probe.collections), list(probe.pause_ns)
+                    probe.max_pause_ns = 0
+                    value = rec.measure(steps, warmup=warmup)
+                    out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=mode)
+                    measured += steps
+                    if warmup:
+                        continue
+                    counts.add(
+                        GcCounts(
+                            collections=[b - a for a, b in zip(c0, probe.collections, strict=True)],
+                            pause_ns=[b - a for a, b in zip(p0, probe.pause_ns, strict=True)],
+                            max_pause_ns=probe.max_pause_ns,
+                            steps=steps,
+                        )
                     )
+            counts.gen2_at_end.append(len(gc.get_objects(generation=2)))
+            counts.gen2_steps.append(measured)
+            if full and mode != "raised":  # a full collection's pause is the same whenever
+                full_name = BenchName.of(
+                    "gc_full", s.name, scenario=scenario.name, gc=mode, **extra
                 )
-    full = BenchName.of("gc_full", s.name, scenario=scenario.name, gc=mode, **extra)
-    with phase(out, "gc:full"):
-        for _ in range(FULL_COLLECTIONS):
-            value = _full_collection_s()
-            out.add(full, value, warmup=False, loops=1, unit="second", gc_mode=mode)
+                with phase(out, "gc:full"):
+                    for _ in range(FULL_COLLECTIONS):
+                        value = _full_collection_s()
+                        out.add(
+                            full_name, value, warmup=False, loops=1, unit="second", gc_mode=mode
+                        )
+            out.extras.gc[str(name)] = counts
+            out.extras.steps[str(name)] = rec.kept
+            rec.kept = StepSeries()
+            apply_gc_mode("enabled")
     sched.close()
     gc.unfreeze()
-    gc.enable()
-    out.extras.gc[str(name)] = counts
-    out.extras.steps[str(name)] = rec.kept
 
 
-def _measure_strategies(ctx: WorkerContext) -> SuiteOutput:
-    """Every strategy of the context in turn, each over a background heap of its own."""
+def headline(config: RunConfig, s: Strategy) -> bool:
+    """The designs whose full-collection pauses are timed (each costs several collections of
+    the whole heap): the baseline and its twins, control, the review's suggestion and any
+    revision. Every strategy's tracked objects are counted; its extra pause follows from them."""
+    return (
+        s.name in (config.baseline, "dynattr")
+        or s.twin_of == config.baseline
+        or not s.holds_state
+        or s.is_target
+    )
+
+
+# The background heap, built once per worker process and inherited by the children it forks
+# (copy-on-write: a child's first collection makes the pages it touches its own, untimed).
+_HEAP: list[Any] = []
+
+
+def _background(ctx: WorkerContext) -> list[Any]:
+    from bench.gcprobe import background_heap, gc_paused
+
+    if not _HEAP:
+        with gc_paused():
+            _HEAP.append(background_heap(ctx.config.suite(KIND).background_objects))
+    return _HEAP[0]
+
+
+def _measure_strategies(ctx: WorkerContext, *, memory: bool = True) -> SuiteOutput:
+    """Every strategy of the context in turn, each over the background heap (memory: and,
+    in worker 0, the memory one request keeps alive, before the heap is built)."""
     import torch
-
-    from bench.gcprobe import background_heap
 
     out = SuiteOutput()
     cfg = ctx.config
     torch.set_num_threads(1)
-    if ctx.worker_index == 0:
+    if memory and ctx.worker_index == 0:
         with phase(out, "gc:memory"):
             _memory(ctx, out)
     cases = cfg.suite(KIND).gc_cases(cfg)
@@ -163,20 +272,22 @@ def _measure_strategies(ctx: WorkerContext) -> SuiteOutput:
         if s.name in out.failures:
             continue
         with phase(out, "gc:heap"):
-            heap = background_heap(cfg.suite(KIND).background_objects)
+            _background(ctx)
         try:
-            done, total = 0, len(cases) * len(cfg.suite(KIND).modes)
-            for case in cases:
-                for mode in cfg.suite(KIND).modes:
-                    _run_mode(ctx, out, s, case, mode)
-                    done += 1
-                    ctx.progress(done / total, f"gc {s.name} {case[0].name} gc={mode}")
+            timed = headline(cfg, s)
+            for i, case in enumerate(cases):
+                _run_case(ctx, out, s, case, cfg.suite(KIND).modes, full=timed)
+                ctx.progress((i + 1) / len(cases), f"gc {s.name} {case[0].name}")
+            if timed:
+                with phase(out, "gc:live"):
+                    _live_pauses(ctx, out, s)
+            with phase(out, "gc:death"):
+                _death_cost(ctx, out, s)
         except Exception as exc:
             out.failures[s.name] = f"gc/{s.name}: {failure_text(exc)}"
         finally:
             gc.unfreeze()
             gc.enable()
-        del heap
     return out
 
 
@@ -191,7 +302,7 @@ def _forked(ctx: WorkerContext, strategy: Strategy, path: Path) -> int:
             # than during the first collection measured (copy-on-write).
             gc.collect()
             child = dataclasses.replace(ctx, strategies=[strategy])
-            write_json(path, _measure_strategies(child).to_dict())
+            write_json(path, _measure_strategies(child, memory=False).to_dict())
             status = 0
         except BaseException as exc:  # the parent reports it; the child must not unwind
             print(f"gc child {strategy.name}: {failure_text(exc)}", file=sys.stderr, flush=True)
@@ -211,6 +322,11 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     order = list(ctx.strategies)
     ctx.rng.shuffle(order)
     out = SuiteOutput()
+    if ctx.worker_index == 0:
+        with phase(out, "gc:memory"):
+            _memory(ctx, out)  # every strategy, before the heap: its collections are cheap
+    with phase(out, "gc:heap"):
+        _background(ctx)  # once, before the children fork
     with tempfile.TemporaryDirectory(prefix=".gc-children-") as tmp:
         for i, s in enumerate(order):
             path = Path(tmp) / f"{i}.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.names import BenchName, CaseKey
+from bench.names import TWIN_RE, BenchName, CaseKey
 from bench.report.viewspec import FamilySpec, FigureSpec
 
 if TYPE_CHECKING:
@@ -46,10 +46,150 @@ def _cases(data: SuiteData) -> list[CaseKey]:
     return list(dict.fromkeys(_case(n) for n in sorted(data.gc_rates)))
 
 
+def _medians(data: SuiteData, kind: str) -> dict[str, float]:
+    return {str(x.bench): x.median for x in data.summaries if x.kind == kind}
+
+
+def pressure(data: SuiteData) -> list[Any]:
+    """Per strategy, live size and mode, the extra full-collection pause its state costs."""
+    from bench.stats import gcpressure
+
+    return gcpressure.extras(
+        data.extras.memory,
+        _medians(data, "gc_live"),
+        data.extras.gc_live_objects,
+        data.config.suite("gc").live_sizes,
+    )
+
+
+def _collections(data: SuiteData, name: str) -> Any:
+    from bench.stats import gcpressure
+
+    counts = data.extras.gc.get(name)
+    return gcpressure.collections(counts) if counts is not None else None
+
+
+def _not_exercised(c: Any, mode: str) -> str:
+    """Why a measurement saw no collection of some generation, in words (empty: it saw all)."""
+    if c is None:
+        return "no measurement"
+    parts = []
+    if c.not_exercised(0):
+        parts.append(
+            f"no young collection in {c.steps:,} iterations (gc={mode}: the youngest threshold "
+            "was not crossed by what the iterations left alive)"
+        )
+    if c.not_exercised(2):
+        every = c.full_every_steps
+        if every is not None:
+            parts.append(
+                f"no full collection in {c.steps:,} iterations: the long-lived generation "
+                f"({c.gen2_objects:,.0f} objects) grows by {c.gen2_growth_per_step:,.1f} per "
+                f"iteration, so CPython would start one about every {every:,.0f} iterations"
+            )
+        elif mode == "frozen":
+            parts.append("no full collection: the long-lived objects are frozen")
+        else:
+            parts.append(
+                f"no full collection in {c.steps:,} iterations (the long-lived generation did "
+                "not grow)"
+            )
+    return "; ".join(parts)
+
+
+def _twin_floor(data: SuiteData, base: str, twins: list[str]) -> tuple[float, float, float] | None:
+    """The largest deviation (%) of the baseline's twins from it: tracked objects per request,
+    the extra full-collection pause, the measured full pause at the live sizes."""
+    extra = {(e.strategy, e.live, e.mode): e for e in pressure(data)}
+    memory = data.extras.memory
+    if not twins or base not in memory:
+        return None
+    objects = pause = measured = 0.0
+    for t in twins:
+        if t not in memory or not memory[base].state_tracked_objects:
+            continue
+        objects = max(
+            objects,
+            abs(memory[t].state_tracked_objects / memory[base].state_tracked_objects - 1) * 100,
+        )
+        for (s, live, mode), e in extra.items():
+            b = extra.get((base, live, mode))
+            if s != t or b is None or not b.extra_s:
+                continue
+            pause = max(pause, abs(e.extra_s / b.extra_s - 1) * 100)
+            if e.pause_s and b.pause_s and mode == "enabled":
+                measured = max(measured, abs(e.pause_s / b.pause_s - 1) * 100)
+    return objects, pause, measured
+
+
+def verdict_sentences(data: SuiteData) -> list[str]:
+    """The GC verdict in a maintainer's units, for the baseline: tracked objects per live
+    request, the extra full-collection pause at each live size (with its interval and its share
+    of the pause measured there), unfrozen and frozen, the collections the scenarios saw per
+    1,000 iterations, and what a request's death costs."""
+    base = data.config.baseline
+    out = []
+    by = {(e.live, e.mode): e for e in pressure(data) if e.strategy == base}
+    if by:
+        n = next(iter(by.values())).objects_per_request
+        parts = []
+        for live in data.config.suite("gc").live_sizes:
+            for mode, words in (("enabled", "unfrozen"), ("frozen", "with the heap frozen")):
+                e = by.get((live, mode))
+                if e is None or e.pause_s is None:
+                    continue
+                parts.append(
+                    f"{words}, at {live:,} live requests +{e.extra_s * 1e3:,.3f} ms "
+                    f"[{e.low_s * 1e3:,.3f}, {e.high_s * 1e3:,.3f}] per full collection "
+                    f"({(e.share or 0) * 100:.2f}% of its {e.pause_s * 1e3:,.1f} ms)"
+                )
+        out.append(
+            f"{base} adds {n:,.2f} GC-tracked objects per live request (net of a bare request, "
+            "counted): " + "; ".join(parts) + "."
+        )
+        twins = sorted(
+            t for t in data.extras.memory if (m := TWIN_RE.match(t)) is not None and m["of"] == base
+        )
+        floor = _twin_floor(data, base, twins)
+        if floor is not None:
+            out.append(
+                f"A/A: {', '.join(twins)} differs from {base} by {floor[0]:.1f}% in tracked "
+                f"objects per request and {floor[1]:.1f}% in the extra pause (counts are exact; "
+                "the per-object cost is pooled), {:.1f}% in the measured full pause.".format(
+                    floor[2]
+                )
+            )
+    for case in _cases(data):
+        bits = []
+        for mode in _modes(data):
+            name = str(BenchName.of("gc", base, **case.as_params(), gc=mode))
+            c = _collections(data, name)
+            if c is None:
+                continue
+            why = _not_exercised(c, mode)
+            seen = "/".join(f"{x:,.0f}" for x in c.per_kstep)
+            bits.append(
+                f"gc={mode}: {seen} collections (g0/g1/g2) and {c.pause_ms_per_kstep:,.1f} ms of "
+                f"pause per 1,000 iterations, longest {c.max_pause_ms:,.2f} ms"
+                + (f" ({why})" if why else "")
+            )
+        if bits:
+            out.append(f"{case.short}, {base}: " + "; ".join(bits) + ".")
+    death = _medians(data, "death")
+    mine = death.get(str(BenchName.of("death", base, metric="ns_per_request")))
+    if mine is not None:
+        out.append(
+            f"A request's end (release and its last reference dropped) costs {base} "
+            f"{mine * 1e9:,.0f} ns."
+        )
+    return out
+
+
 def terminal_extra(data: SuiteData) -> list[str]:
     if not data.gc_rates:
         return []
-    lines = [
+    lines = ["", *(f"   {t}" for t in verdict_sentences(data))]
+    lines += [
         "\n   GC per 1,000 steps                              collections(g0/g1/g2)     pause ms   longest ms"
     ]
     modes = _modes(data)
@@ -65,7 +205,44 @@ def terminal_extra(data: SuiteData) -> list[str]:
 def report_extra(data: SuiteData) -> list[Html]:
     from bench.report.markup import num, table, tag, td
 
-    out = []
+    out = [tag("p", " ".join(verdict_sentences(data)), class_="verdict")]
+    extra_rows = [
+        (
+            td(tag("code", e.strategy)),
+            num(e.mode),
+            num(f"{e.live:,}"),
+            num(f"{e.objects_per_request:,.2f}"),
+            num(f"+{e.extra_s * 1e3:,.3f} [{e.low_s * 1e3:,.3f}, {e.high_s * 1e3:,.3f}]"),
+            num("-" if e.pause_s is None else f"{e.pause_s * 1e3:,.1f}"),
+            num("-" if e.share is None else f"{e.share * 100:.2f}%"),
+        )
+        for e in pressure(data)
+    ]
+    if extra_rows:
+        out += [
+            tag("h3", "What the state adds to a full collection"),
+            tag(
+                "p",
+                "Tracked objects per live request net of a bare request (counted), times the "
+                "live requests, times a full collection's cost per object it traverses (each "
+                "process's measured pause at that size over the objects it traversed, pooled "
+                "over every strategy's process; the interval is that pool's): the extra pause, "
+                "beside the strategy's own measured pause at that size.",
+                class_="note",
+            ),
+            table(
+                (
+                    "strategy",
+                    "gc",
+                    "live requests",
+                    "state objects / request",
+                    "extra pause ms [95% CI]",
+                    "measured pause ms",
+                    "share",
+                ),
+                extra_rows,
+            ),
+        ]
     for case in _cases(data):
         for mode in _modes(data):
             rows = [
@@ -89,6 +266,12 @@ def report_extra(data: SuiteData) -> list[Html]:
                 "steps",
             )
             out += [tag("h3", f"GC per 1,000 iterations: {case}, gc={mode}"), table(head, rows)]
+            base = _collections(
+                data, str(BenchName.of("gc", data.config.baseline, **case.as_params(), gc=mode))
+            )
+            why = _not_exercised(base, mode)
+            if why:
+                out.append(tag("p", f"Not exercised: {why}.", class_="note"))
     memory = data.extras.memory
     if memory:
         mem_rows = [
