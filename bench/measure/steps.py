@@ -306,7 +306,7 @@ def measure_cases(
                     out.extras.steps[str(name)] = rec.kept
                 if rec.keep_queues:
                     out.extras.queues[name.case.text] = rec.queues
-            if count:
+            if count and regime != "cold":  # the same stream, the same counts as warm
                 with phase(out, f"{kind}:count"):
                     _count(ctx, out, recorders)
 

@@ -35,7 +35,9 @@ PAIRED = False  # one worker process per strategy: values of two strategies shar
 # the scenario: a noise family is the GC mode (the A/A twin strayed 25-32% on prefill cases and
 # 2% on decode ones in the same quick run).
 NOISE_KEYS = {"gc": ("gc",), "gc_full": ("gc",)}
-BUDGET_SHARE = 1.7  # its plan's share of the budget (fixed: not adaptive; ~90 s here over the 1.08M heap)
+BUDGET_SHARE = (
+    1.7  # its plan's share of the budget (fixed: not adaptive; ~90 s here over the 1.08M heap)
+)
 SHARED = ("GC_PATTERN",)
 GC_PATTERN = (
     "per_field"  # the PR's access pattern (revisions: as written); GC does not depend on it

@@ -56,9 +56,9 @@ class Options(SuiteOptions):
     values: int = 4
     steps_per_value: int = 20
     # Lookups and states created per iteration are counted over this many untimed iterations
-    # (exact: the same stream gives the same counts; 20 cover several arrival cycles: a request
-    # lives 2-3 prefill iterations; 50 took 22 of the step suite's 127 s).
-    count_steps: int = 20
+    # (exact: the same stream gives the same counts; 10 cover several arrival cycles: a request
+    # lives 2-3 prefill iterations; 20 took 12 of the step suite's 141 s, 50 took 22 of 127 s).
+    count_steps: int = 10
     # Time the request class's construction (the report's request table; ~3.5 s of a quick
     # run's 60 here, so the quick set leaves it out).
     time_requests: bool = True

@@ -19,7 +19,9 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     cfg = ctx.config
     opts = cfg.suite(KIND)
-    if opts.time_requests and not cfg.only_families:  # not in further adaptive rounds
+    # worker 0 only, not in further adaptive rounds: a request class's construction varies
+    # little between processes (the report shows its interval over repetitions)
+    if opts.time_requests and not cfg.only_families and ctx.worker_index == 0:
         with phase(out, "step:requests"):
             measure_requests(ctx, out)  # construction time is a timing like any other
     cases = [*cfg.cases(), *opts.cases(cfg)]
