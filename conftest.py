@@ -49,5 +49,6 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ETA" in proc.stderr  # progress was shown
     assert "run folder:" in proc.stdout
+    assert len(proc.stdout.splitlines()) <= 50, proc.stdout  # the terminal fits a screen
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     return folder

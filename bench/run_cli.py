@@ -20,6 +20,7 @@ from bench.orchestration.sequence import (
     add_budget_options,
     budget_changes,
     execute,
+    terminal_text,
 )
 from bench.runformat import MANIFEST, Manifest
 from bench.storage import DEFAULT_REPORTS_DIR
@@ -233,7 +234,6 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from bench import runner
-    from bench.report.console import render_table
     from bench.storage import check_free_space
 
     if args.resume:
@@ -248,14 +248,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         missing = manifest.missing_suites()
         if not missing:
             print(f"nothing to resume: {run_dir} is {manifest.status}", file=sys.stderr)
-            print(render_table(run_dir))
+            print(terminal_text(run_dir, verbose=args.verbose))
             return 0 if manifest.status == "complete" else EXIT_FAILED
         print(f"resuming {run_dir}: {', '.join(missing)}", file=sys.stderr)
     else:
         _refuse_moved_options(args)
         config = _config_from_args(args)
         run_dir, manifest, config = _new_run(config, args)
-    finished = execute(run_dir, manifest, config)
+    finished = execute(run_dir, manifest, config, quiet=True)
     if isinstance(finished, int):
         return finished
     if getattr(args, "quick", False):
@@ -264,7 +264,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     else:
-        _run_selfcheck(run_dir, config)
+        _run_selfcheck(run_dir, config, verbose=args.verbose)
+    print(terminal_text(run_dir, verbose=args.verbose))
     if not args.no_report:
         from bench.report import write_report
 
@@ -306,7 +307,7 @@ def _cmd_selfcheck(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_selfcheck(run_dir: Path, config: RunConfig) -> None:
+def _run_selfcheck(run_dir: Path, config: RunConfig, *, verbose: bool = False) -> None:
     """After a run whose lookup suite measured warm get_hit: the timeit cross-check, written
     into the run folder. A failure here never costs the run."""
     from bench.report.load import load_run
@@ -324,7 +325,7 @@ def _run_selfcheck(run_dir: Path, config: RunConfig) -> None:
     except Exception as exc:
         print(f"selfcheck skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
         return
-    print("\n".join(result.lines()))
+    print("\n".join(result.lines()) if verbose else result.brief())
 
 
 def _cmd_selftest_aa(args: argparse.Namespace) -> int:
@@ -472,6 +473,11 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     add_budget_options(p_run)
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
+    p_run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print every suite's full table and the selfcheck's, not the summary",
+    )
     p_run.add_argument(
         "--no-aa",
         action="store_true",

@@ -530,6 +530,19 @@ class SelfCheck:
             )
         return out + self.scan_lines()
 
+    def brief(self) -> str:
+        """One line for the run's terminal output (the full table: --verbose, selfcheck.json)."""
+        checked = [s for s in self.timeit_ns if self.agrees(s) is not None]
+        ok = sum(bool(self.agrees(s)) for s in checked)
+        parts = [
+            f"selfcheck: plain timeit agrees with the suite for {ok} of {len(checked)} get_hit"
+        ]
+        for regime in self.scan_timeit_us:
+            a = self.scan_agreement(regime)
+            if a is not None:
+                parts.append(f"decode scan {regime} {a:.3f}")
+        return ", ".join(parts) + f" (timeit/suite, tolerance +-{self.tolerance:.0%})"
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

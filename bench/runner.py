@@ -66,27 +66,45 @@ def _signals_raise() -> Iterator[None]:
 
 @dataclass
 class Progress:
-    """Prints `[suite i/n] label  (x% of run, ETA ...)` lines to stderr; every suite counts as
-    an equal share of the run."""
+    """`[suite i/n] label  x% of run, ETA ...` on stderr: on a terminal one line rewritten in
+    place, in a log one line per suite when it ends; every suite counts as an equal share of the
+    run, and the share shown never goes backwards (a further round adds work to a suite, the
+    share stays where it was until the work done passes it)."""
 
     suites: list[str]
     stream: Any = field(default_factory=lambda: sys.stderr)
     started: float = field(default_factory=wall_s)
     done: int = 0
+    shown: float = 0.0
+    last: str = ""
 
-    def update(self, suite: str, fraction_of_suite: float, label: str) -> None:
-        frac = (self.done + fraction_of_suite) / len(self.suites)
+    @property
+    def live(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty())
+
+    def _line(self, suite: str, label: str) -> str:
+        frac = self.shown
         elapsed = wall_s() - self.started
         eta = f"ETA {_fmt_s(elapsed * (1 - frac) / frac)}" if frac > 0.02 else "ETA --"
-        idx = self.suites.index(suite) + 1
-        print(
-            f"[{suite} {idx}/{len(self.suites)}] {label:<34} {frac:6.1%} of run, {eta}",
-            file=self.stream,
-            flush=True,
-        )
+        idx = self.suites.index(suite) + 1 if suite in self.suites else 0
+        return f"[{suite} {idx}/{len(self.suites)}] {label[:44]:<44} {frac:6.1%} of run, {eta}"
 
-    def suite_done(self) -> None:
+    def update(self, suite: str, fraction_of_suite: float, label: str) -> None:
+        frac = (self.done + min(1.0, fraction_of_suite)) / len(self.suites)
+        self.shown = max(self.shown, frac)
+        self.last = self._line(suite, label)
+        if self.live:
+            print("\r" + self.last.ljust(100), end="", file=self.stream, flush=True)
+
+    def suite_done(self, suite: str = "") -> None:
         self.done += 1
+        self.shown = max(self.shown, self.done / len(self.suites))
+        line = self._line(suite, "done") if suite else self.last
+        if self.live:
+            print("\r" + line.ljust(100), file=self.stream, flush=True)
+        elif line:
+            print(line, file=self.stream, flush=True)
 
 
 def _fmt_s(seconds: float) -> str:
@@ -373,7 +391,7 @@ def execute(
                 manifest.suites[suite] = SuiteRecord(status="running")
                 write_manifest(run_dir, manifest)
                 manifest.suites[suite] = run_suite(config, suite, run_dir, progress, policy)
-                progress.suite_done()
+                progress.suite_done(suite)
                 write_manifest(run_dir, manifest)
     except Interrupted as exc:
         finish(run_dir, manifest, interrupted=exc.signum)

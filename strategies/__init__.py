@@ -28,9 +28,9 @@ from bench.names import TWIN_RE
 from strategies._contract import (
     FORWARD_SCANS,
     HOME_KINDS,
-    PD_HIDDEN,
     OPTIONAL_ATTRS,
     OPTIONAL_MAPPINGS,
+    PD_HIDDEN,
     REQUIRED_ATTRS,
     REQUIRED_FUNCS,
     SITE_NAMES,

@@ -128,6 +128,9 @@ HOME_KINDS: tuple[str, ...] = (
     "declared_attribute",
     "side_table",
 )
+# The design the review of PR #652 suggested: a lazy attribute, looked up once per call site
+# (the strategy and access pattern the reports compare the PR with).
+REVIEW_DESIGN: tuple[str, str] = ("dynattr", "cached")
 # The access pattern of a strategy with SITE_PATTERNS: each call site as its revision wrote it.
 AS_WRITTEN = "as_written"
 
@@ -217,9 +220,7 @@ PD_HIDDEN = GroupSchema(
 )
 
 
-def set_fields(
-    state: object, fields: Mapping[str, object], group: GroupSchema = PD_HIDDEN
-) -> None:
+def set_fields(state: object, fields: Mapping[str, object], group: GroupSchema = PD_HIDDEN) -> None:
     """Write named fields onto a state object, refusing names outside the group."""
     names = group.names
     for name, value in fields.items():

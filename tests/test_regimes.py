@@ -166,7 +166,7 @@ def test_two_designs_with_the_same_lookups_read_the_same(tmp_path: Path) -> None
     from tests.helpers import run_cli
 
     run = write_run(tmp_path, cached_noise=0.2)
-    r = run_cli("report", str(run))
+    r = run_cli("report", str(run), "--long")
     assert r.returncode == 0, r.stderr
     md = (run / "summary.md").read_text()
     row = next(ln for ln in md.splitlines() if ln.startswith("| prefill-dspark | `pr652` cached"))

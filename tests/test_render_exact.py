@@ -56,7 +56,41 @@ def test_terminal_table(run: Path) -> None:
 
 
 def test_summary_markdown(run: Path) -> None:
+    """The short form a PR pastes: one row per scenario, the exact costs, the paired delta."""
     md = (run / "summary.md").read_text()
+    assert len(md.splitlines()) <= 40
+    assert md.startswith("### Speed Tests and Profiling\n")
+    assert "commit 0123456789ab" in md
+    assert "python -m bench run --synthetic" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| prefill-dspark |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # pr652 100 - control 50 = 50 µs; declared 80 - 50 = 30 µs (the cheapest: the run has no
+    # dynattr); paired difference -20 µs exactly; 50 µs of a 1,200 ms forward; 160 lookups
+    assert cells == [
+        "prefill-dspark",
+        "50.0 \\[50.0, 50.0\\]",
+        "declared (per\\_field) 30.0 \\[30.0, 30.0\\]",
+        "-20.0 \\[-20.0, -20.0\\]",
+        "0.0042%",
+        "160.0 / 3.50 → 32.0 / 3.50",
+    ]
+    assert "evicted" not in row  # no cold case measured: no evicted column
+    assert "(noisy)" not in md
+    assert "¹" not in md
+    verdict = next(ln for ln in md.splitlines() if ln.startswith("**Verdict:**"))
+    assert "pr652) costs 50.0 \\[50.0, 50.0\\] µs per iteration" in verdict
+    assert "(declared, per\\_field) costs 20.0 µs \\[20.0, 20.0\\] less" in verdict
+    assert verdict.count(". ") + 1 <= 3
+
+
+def test_summary_markdown_long(run: Path, tmp_path: Path) -> None:
+    """`bench report --long`: the headline, every family's verdict and sentence."""
+    import shutil
+
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    write_report(copy, long=True)
+    md = (copy / "summary.md").read_text()
     declared = next(ln for ln in md.splitlines() if ln.startswith("| `declared`"))  # headline
     cells = [c.strip() for c in declared.strip("|").split("|")]
     assert cells[1] == f"0.500{TIMES} \\[0.500, 0.500\\] **faster**"  # get_hit, warm
@@ -88,7 +122,7 @@ def test_summary_markdown(run: Path) -> None:
 def test_p99_headline_only_where_the_iterations_support_it(tmp_path: Path) -> None:
     def headline(iterations: int) -> list[str]:
         folder = write_run(tmp_path / str(iterations), step_iterations=iterations)
-        write_report(folder)
+        write_report(folder, long=True)
         lines = (folder / "summary.md").read_text().splitlines()
         start = next(i for i, ln in enumerate(lines) if ln.startswith("| strategy |"))
         return lines[start : start + 6]
@@ -102,8 +136,17 @@ def test_p99_headline_only_where_the_iterations_support_it(tmp_path: Path) -> No
 
 def test_report_html(run: Path) -> None:
     html = (run / "report.html").read_text()
-    # the headline row of declared: its ratios and the verdict word, in the right cells
-    row = re.search(r"<tr><td><code>declared</code>.*?</tr>", html, re.S)
+    # the summary first, the environment last
+    order = re.findall(r'<section id="([a-z_-]+)"', html)
+    assert order[0] == "summary"
+    assert order[-1] == "env"
+    assert order.index("scenarios") < order.index("verdict") < order.index("lookup")
+    summary = html[html.index('<section id="summary"') : html.index('<section id="scenarios"')]
+    assert "declared (per_field) 30.0 [30.0, 30.0]" in summary
+    assert "-20.0 [-20.0, -20.0]" in summary
+    # the verdict section's headline row of declared: its ratios and verdict word
+    verdict = html[html.index('<section id="verdict"') :]
+    row = re.search(r"<tr><td><code>declared</code>.*?</tr>", verdict, re.S)
     assert row is not None
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
     assert any(f"0.500{TIMES}" in c and "[0.500, 0.500]" in c for c in cells)

@@ -19,9 +19,19 @@ from bench.report.load import load_run
 from bench.report.text import clean, esc_md, md_code_block
 from bench.report.verdict import compute
 from conftest import STRATEGY_NAMES
+from tests.helpers import run_cli
 
 SUITE_IDS = suites.public_names()
-SECTION_IDS = ("env", "verdict", "scenarios", *SUITE_IDS, "strategies", "profile", "reproduce")
+SECTION_IDS = (
+    "summary",
+    "scenarios",
+    "verdict",
+    *SUITE_IDS,
+    "strategies",
+    "profile",
+    "reproduce",
+    "env",
+)
 # Every figure the suites declare, but the sweep's (the tiny run has data for all the others).
 PLOTS = tuple(f.name for view in viewspec.views() for f in view.figures if f.name != "sweep_cost")
 HOSTILE_RAW = "<script>alert(1)</script>"
@@ -176,6 +186,9 @@ def test_html_parses_with_every_section(report: tuple[str, str]) -> None:
     assert len(page.ids) == len(set(page.ids)), "duplicate ids"
     assert "failures" not in page.ids  # a complete run has none
     assert report[0].startswith("<!DOCTYPE html>")
+    # in the order a reviewer reads: the summary first, the environment last
+    order = [i for i in page.ids if i in SECTION_IDS]
+    assert order == list(SECTION_IDS), order
 
 
 @slow
@@ -280,7 +293,36 @@ def test_verdict_is_computed_from_data(run_dir: Path, report: tuple[str, str]) -
 
 @slow
 def test_summary_md_is_valid_github_markdown(run_dir: Path, report: tuple[str, str]) -> None:
+    """The short form a PR pastes: at most 40 lines, one table with a row per scenario."""
     md = report[1]
+    assert len(md.splitlines()) <= 40, len(md.splitlines())
+    (table,) = assert_valid_md_tables(md)
+    assert table[0][0] == "scenario"
+    header = " ".join(table[0])
+    for needle in ("pr652 (per\\_field) µs/iter, in cache", "evicted", "dynattr (cached)", "Δ"):
+        assert needle in header, needle
+    assert "cheapest design" in header  # a default-shaped run names the cheapest design
+    assert [r[0].split(" ")[0] for r in table[2:]] == ["prefill-dspark", "decode-dspark"]
+    assert "(noisy)" not in md
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert f"```sh\n{manifest['command']}\n```" in md
+    assert "**Setup:**" in md
+    assert manifest["environment"]["git_commit"] in md
+    assert md.count("**Verdict:**") == 1
+    assert "<details>" in md
+    assert "</details>" in md
+    assert "GC: tracked objects per live request pr652 +" in md
+    assert "Memory per request, over a bare request's" in md
+    assert "\n\n\n" not in md
+
+
+@slow
+def test_summary_md_long_form(run_dir: Path, tmp_path: Path) -> None:
+    """`bench report --long`: every headline metric of every strategy."""
+    run = copy_run(run_dir, tmp_path)
+    proc = run_cli("report", str(run), "--long")
+    assert proc.returncode == 0, proc.stderr
+    md = (run / "summary.md").read_text()
     tables = assert_valid_md_tables(md)
     headline = tables[0]
     assert headline[0][0] == "strategy"
@@ -297,16 +339,19 @@ def test_summary_md_is_valid_github_markdown(run_dir: Path, report: tuple[str, s
     assert len(headline) == 2 + len(STRATEGY_NAMES) + 2  # + hostile_x + the A/A twin
     assert "(baseline)" in " ".join(headline[2])  # baseline first, absolute values
     assert headline[3][0] == "`pr652.aa` *(A/A twin)*"  # then its twin, marked
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert f"```sh\n{manifest['command']}\n```" in md
+    assert "(noisy)" not in md  # a noisy cell is marked ~, said once under the table
     assert "**Environment:**" in md
-    assert manifest["environment"]["git_commit"] in md
     assert "\n\n\n" not in md
 
 
 @slow
-def test_hostile_description_is_inert_in_markdown(report: tuple[str, str]) -> None:
-    md = report[1]
+def test_hostile_description_is_inert_in_markdown(
+    run_dir: Path, report: tuple[str, str], tmp_path: Path
+) -> None:
+    assert "<script" not in report[1].lower()
+    run = copy_run(run_dir, tmp_path)  # the long form lists every strategy's description
+    assert run_cli("report", str(run), "--long").returncode == 0
+    md = (run / "summary.md").read_text()
     assert "<script" not in md.lower()
     assert "\x1b" not in md
     row = next(line for line in md.splitlines() if "`hostile_x`" in line and "alert" in line)
@@ -549,3 +594,25 @@ def test_code_block_fence_outgrows_backticks() -> None:
 
 def test_clean_drops_control_characters() -> None:
     assert clean("a\x1b[31mb\x00c\x7f\td\ne") == "a[31mbc d e"
+
+
+# --- terminal ------------------------------------------------------------------------------
+
+
+@slow
+def test_terminal_fits_a_screen(run_dir: Path) -> None:
+    from bench.orchestration.sequence import terminal_text
+
+    text = terminal_text(run_dir)
+    assert len(text.splitlines()) <= 50, len(text.splitlines())
+    assert "Verdict:" in text
+    assert f"run folder: {run_dir}" in text
+    assert "prefill-dspark" in text
+    assert "decode-dspark" in text
+    full = terminal_text(run_dir, verbose=True)
+    assert len(full.splitlines()) > 50  # every suite's table: the long form is still there
+    assert "== lookup" in full
+    assert "== step" in full
+    proc = run_cli("show", str(run_dir))
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == text.strip()

@@ -30,11 +30,9 @@ def report_html(chromium: str, tiny_run: Path) -> Path:
     return write_report(tiny_run)[0]
 
 
-@pytest.fixture(scope="module")
-def browser_run(
-    chromium: str, report_html: Path, tmp_path_factory: pytest.TempPathFactory
+def _screenshot(
+    chromium: str, page: Path, tmp: Path, window: tuple[int, int]
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    tmp = tmp_path_factory.mktemp("chromium")
     shot = tmp / "shot.png"
     cmd = [
         chromium,
@@ -48,9 +46,9 @@ def browser_run(
         f"--user-data-dir={tmp / 'profile'}",
         "--enable-logging=stderr",
         "--v=0",
-        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        f"--window-size={window[0]},{window[1]}",
         f"--screenshot={shot}",
-        report_html.resolve().as_uri(),
+        page.resolve().as_uri(),
     ]
     try:
         proc = subprocess.run(
@@ -60,6 +58,13 @@ def browser_run(
         pytest.fail(f"chromium did not finish within {BROWSER_TIMEOUT_S} s")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, shot
+
+
+@pytest.fixture(scope="module")
+def browser_run(
+    chromium: str, report_html: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    return _screenshot(chromium, report_html, tmp_path_factory.mktemp("chromium"), WINDOW)
 
 
 def test_no_console_errors(browser_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
@@ -84,3 +89,32 @@ def test_screenshot_is_painted(browser_run: tuple[subprocess.CompletedProcess[st
         assert colours is None or len(colours) > 1, "the screenshot is a single colour"
         # More than a blank page with a heading: text, tables and plot colours.
         assert colours is None or len(colours) > 50, len(colours or [])
+
+
+# The first screen a reviewer sees (issue: the verdict table within 1400x900). A copy of the
+# report paints the summary table's last row and the verdict paragraph in colours the page
+# never uses; both must show in a screenshot of that size.
+FIRST_SCREEN = (1400, 900)
+LAST_ROW_RGB = (255, 0, 255)
+VERDICT_RGB = (0, 255, 0)
+
+
+def test_first_screen_shows_the_verdict_table(
+    chromium: str, report_html: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    html = report_html.read_text(encoding="utf-8")
+    assert '<section id="summary"' in html
+    marks = (
+        f"#summary table tr:last-child td {{ background: rgb{LAST_ROW_RGB} !important; }}"
+        f" #summary p.verdict {{ background: rgb{VERDICT_RGB} !important; }}"
+    )
+    marked = tmp_path / "marked.html"
+    marked.write_text(html.replace("</style>", marks + "</style>", 1), encoding="utf-8")
+    _, shot = _screenshot(chromium, marked, tmp_path, FIRST_SCREEN)
+    with Image.open(shot) as im:
+        assert im.size == FIRST_SCREEN
+        colours = {rgb for _n, rgb in im.convert("RGB").getcolors(maxcolors=1 << 22) or []}
+    assert LAST_ROW_RGB in colours, "the summary table's last row is below the first screen"
+    assert VERDICT_RGB in colours, "the verdict is below the first screen"

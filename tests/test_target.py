@@ -263,11 +263,13 @@ def test_run_with_two_revisions_writes_the_pr_report(
         assert meta["commit"] in repo[1].values()
         assert meta["path"] == str(repo[0])
     summary = (run / "summary.md").read_text()
-    assert "**Revisions** (`--target`):" in summary
-    assert "**The request class**" in summary
-    assert "as\\_written" in summary
+    assert "Revisions: " in summary  # one line: each revision, its commit and home
+    assert "The request class of each revision:" in summary  # folded, with not modelled
+    for meta in manifest["targets"].values():
+        assert f"at {meta['commit']}; forward batch: " in summary
     assert "pattern=as_written" in (run / "step.json").read_text()
-    assert "more per iteration than" in summary or "less per iteration than" in summary
+    assert "more per iteration there" in summary or "less per iteration there" in summary
+    assert len(summary.splitlines()) <= 40
     html = (run / "report.html").read_text()
     assert "The request class" in html
 

@@ -80,19 +80,41 @@ def policy_for(run_dir: Path, manifest: Manifest, config: RunConfig) -> Any:
     return policy.with_targets(list(manifest.targets))
 
 
+def terminal_text(run_dir: Path, *, verbose: bool = False) -> str:
+    """What a run prints when it ends: the PR section's table and verdict (under 50 lines),
+    or with --verbose every suite's full table."""
+    from bench.report import pr
+    from bench.report.console import render_run
+    from bench.report.load import load_run
+
+    run = load_run(run_dir)
+    if verbose:
+        return render_run(run)
+    tail = [] if run.status == "complete" else [f"status: {run.status}"]
+    tail += [
+        f"run folder: {run_dir}",
+        f"every suite's table: python -m bench show --verbose {run_dir}",
+    ]
+    return pr.terminal(pr.build(run)) + "\n".join(tail)
+
+
 def execute(
-    run_dir: Path, manifest: Manifest, config: RunConfig, *, quiet: bool = False
+    run_dir: Path,
+    manifest: Manifest,
+    config: RunConfig,
+    *,
+    quiet: bool = False,
+    verbose: bool = False,
 ) -> Manifest | int:
-    """Run the suites and print the terminal table (not when quiet); the final manifest, or
+    """Run the suites and print the terminal summary (not when quiet); the final manifest, or
     the exit status of an interruption (finished suites kept, and how to finish)."""
     from bench import runner
-    from bench.report.console import render_table
 
     try:
         policy = policy_for(run_dir, manifest, config)
         manifest = runner.execute(run_dir, manifest, config, policy)
         if not quiet:
-            print(render_table(run_dir))
+            print(terminal_text(run_dir, verbose=verbose))
         return manifest
     except runner.Interrupted as exc:
         print(

@@ -18,8 +18,9 @@ from pathlib import Path
 __all__ = ["write_compare", "write_report"]
 
 
-def write_report(run_dir: Path) -> list[Path]:
-    """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two."""
+def write_report(run_dir: Path, *, long: bool = False) -> list[Path]:
+    """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two.
+    long: summary.md in its long form (every headline metric, ranking and sentence)."""
     from bench.report import html, markdown, plots, verdict, views
     from bench.report.headline import headline
     from bench.report.load import load_run
@@ -34,7 +35,8 @@ def write_report(run_dir: Path) -> list[Path]:
     report = run_dir / "report.html"
     summary = run_dir / "summary.md"
     write_atomic(report, html.render_report(run, figures, metrics, judged))
-    write_atomic(summary, markdown.render_summary(run, metrics, judged))
+    render = markdown.render_long if long else markdown.render_summary
+    write_atomic(summary, render(run, metrics, judged))
     for view in views.cross_suite():
         for name, data in view.files(run).items():
             write_json(run_dir / name, data)

@@ -25,13 +25,30 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         if not args.run:
             raise UsageError("report: give a run folder, or --compare BASE_RUN HEAD_RUN")
-        paths = write_report(Path(args.run))
+        paths = write_report(Path(args.run), long=args.long)
     for path in paths:
         print(f"report: {path}")
     return 0
 
 
+def _cmd_show(args: argparse.Namespace) -> int:
+    from bench.orchestration.sequence import terminal_text
+    from bench.runformat import MANIFEST
+
+    run = Path(args.run)
+    if not (run / MANIFEST).is_file():
+        raise UsageError(f"{run}: not a run folder (no {MANIFEST})")
+    print(terminal_text(run, verbose=args.verbose))
+    return 0
+
+
 def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    p_show = sub.add_parser("show", help="print a run folder's summary (or every table)")
+    p_show.add_argument("run", help="run folder under reports/")
+    p_show.add_argument(
+        "--verbose", action="store_true", help="every suite's full table instead of the summary"
+    )
+    p_show.set_defaults(func=_cmd_show)
     p_report = sub.add_parser(
         "report", help="HTML + markdown report of a run folder (or a comparison)"
     )
@@ -40,6 +57,11 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "--compare", nargs=2, metavar=("BASE_RUN", "HEAD_RUN"), help="diff two runs"
     )
     p_report.add_argument("--output-dir", help="where --compare writes (default: HEAD_RUN)")
+    p_report.add_argument(
+        "--long",
+        action="store_true",
+        help="summary.md in its long form: every headline metric, verdict family and sentence",
+    )
     p_report.add_argument(
         "--force",
         action="store_true",

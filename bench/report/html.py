@@ -421,17 +421,37 @@ def selfcheck_section(run: RunData) -> Html | None:
     )
 
 
+def pr_section(run: RunData) -> Html:
+    """The PR section first (bench.report.pr): the table, the suites' lines, the verdict."""
+    from bench.report import pr
+
+    summary = pr.build(run)
+    rows = [[td(c) for c in pr.cells(summary, r)] for r in summary.rows]
+    parts: list[Any] = [
+        tag("p", summary.protocol, class_="note"),
+        table(pr.head(summary), rows) if rows else tag("p", "No scenario measured."),
+    ]
+    if summary.footnote:
+        parts.append(tag("p", pr.FOOTNOTE, class_="note"))
+    parts += [tag("p", line) for line in summary.lines]
+    if summary.verdict:
+        parts.append(
+            tag("p", tag("strong", "Verdict: "), " ".join(summary.verdict), class_="verdict")
+        )
+    return section("summary", "Summary", *parts)
+
+
 def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdict: Verdict) -> str:
     failures = failures_section(run)
     suites = [suite_section(name, run, plots) for name in run.suites]
     views = [(v.NAME, s) for v in cross_suite() if (s := v.section(run)) is not None]
     check = selfcheck_section(run)
-    nav_ids = ["env", "verdict", *run.suites, "strategies", "profile", "reproduce"]
-    if check is not None:
-        nav_ids.insert(nav_ids.index("strategies"), "selfcheck")
-    nav_ids[2:2] = [name for name, _section in views]
+    nav_ids = ["summary", *(name for name, _s in views), "verdict", *run.suites]
     if failures is not None:
-        nav_ids.insert(2 + len(views), "failures")
+        nav_ids.insert(1 + len(views), "failures")
+    if check is not None:
+        nav_ids.append("selfcheck")
+    nav_ids += ["strategies", "profile", "reproduce", "env"]
     nav = tag("nav", *(Html(f'<a href="#{esc_html(i)}">{esc_html(i)}</a>') for i in nav_ids))
     status_cls = "badge" + ("" if run.status == "complete" else " bad")
     header = tag(
@@ -453,18 +473,19 @@ def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdic
         if run.status != "complete"
         else Html("")
     )
-    parts: list[Any] = [
-        header,
-        nav,
-        banner,
-        env_section(run),
-        verdict_section(verdict, metrics, run),
-    ]
+    # what a reviewer decides with first; the environment and configuration last
+    parts: list[Any] = [header, nav, banner, pr_section(run)]
     parts += [section for _name, section in views]
     if failures is not None:
         parts.append(failures)
+    parts.append(verdict_section(verdict, metrics, run))
     parts += suites
     if check is not None:
         parts.append(check)
-    parts += [strategies_section(run), profile_section(run), reproduce_section(run)]
+    parts += [
+        strategies_section(run),
+        profile_section(run),
+        reproduce_section(run),
+        env_section(run),
+    ]
     return page(f"reqstate-bench report: {run.path.name}", join(parts))

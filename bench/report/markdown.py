@@ -47,7 +47,7 @@ def headline_cell(metric: Metric, strategy: str) -> str:
         if cell.reason.startswith("significant but"):
             text += " †"  # significant, but within the family's noise floor
     if cell.noisy:
-        text += " (noisy)"
+        text += " ~"  # said once under the table
     return text
 
 
@@ -64,7 +64,44 @@ def headline_md(metrics: list[Metric], run: RunData) -> str:
     return md_table(head, rows)
 
 
+def details_lines(run: RunData) -> list[str]:
+    """What the short summary folds away: the forward times with their sources, precision and
+    the self-check's agreement."""
+    from bench.report.scenarios.model import cases
+    from bench.report.scenarios.prose import headline_cases
+
+    out = []
+    forwards = [
+        f"{c.title} {c.forward_used_ms:,.0f} ms"
+        + (f" ({c.sources['forward_ms']})" if c.sources.get("forward_ms") else "")
+        for c in headline_cases(cases(run))
+    ]
+    if forwards:
+        out.append("The forward times the shares are of: " + "; ".join(forwards))
+    sentence = markdown_sentence(run)
+    if sentence:
+        out.append(sentence)
+    c = run.selfcheck
+    if c is not None and c.suite_ns:
+        parts = [f"{s} {a:.2f}" for s in c.timeit_ns if (a := c.agreement(s)) is not None]
+        out.append(
+            f"Self-check, plain timeit / suite, warm get_hit at live={c.live:,}: "
+            + ", ".join(parts)
+        )
+    if c is not None and c.scan_timeit_us:
+        parts = [f"{r} {a:.2f}" for r in c.scan_timeit_us if (a := c.scan_agreement(r)) is not None]
+        out.append("Self-check, the decode scan, timeit / suite: " + ", ".join(parts))
+    return out
+
+
 def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str:
+    """summary.md as a PR pastes it (bench.report.pr): the long form is render_long."""
+    from bench.report import pr
+
+    return pr.markdown(pr.build(run), details_lines(run), pr.revision_blocks(run))
+
+
+def render_long(run: RunData, metrics: list[Metric], verdict: Verdict) -> str:
     out = [
         "### Speed tests",
         "",
@@ -83,6 +120,8 @@ def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str
             headline_md(metrics, run),
             "",
         ]
+        if any(c.noisy for m in metrics for c in m.cells.values()):
+            out += ["~ noisy: the interquartile range is over 10% of the median.", ""]
         if any(c.reason.startswith("significant but") for m in metrics for c in m.cells.values()):
             out += [
                 "† significant, but within the noise floor of its family (the A/A twin's "

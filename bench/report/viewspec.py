@@ -66,8 +66,20 @@ def _nothing(_data: Any) -> list[Any]:
     return []
 
 
+def _no_lines(_data: Any, _names: Any) -> list[Any]:
+    return []
+
+
 VIEW_NAMES = {"TITLE", "NOTE", "TABLE_SPLIT", "FIGURES", "FAMILIES"}
-VIEW_HOOKS = ("terminal_rows", "terminal_extra", "report_extra", "headline", "extra_families")
+VIEW_HOOKS = (
+    "terminal_rows",
+    "terminal_extra",
+    "report_extra",
+    "headline",
+    "extra_families",
+    "summary_lines",
+    "summary_verdict",
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,11 @@ class SuiteView:
     headline: Callable[[RunData], list[Metric]] = _nothing
     families: tuple[FamilySpec, ...] = ()
     extra_families: Callable[[RunData], list[Family]] = _nothing
+    # lines for the PR section (bench.report.pr): a suite's figures for the given strategies
+    # (baseline, candidate) in a maintainer's units, one line each
+    summary_lines: Callable[[SuiteData, list[str]], list[str]] = _no_lines
+    # at most one sentence of the PR section's verdict, for the same strategies
+    summary_verdict: Callable[[SuiteData, list[str]], list[str]] = _no_lines
 
 
 def _read_view(spec: SuiteSpec) -> SuiteView:

@@ -19,6 +19,7 @@ from bench.runformat import CaseMeta, QueueSeries, RequestFigures, StepSeries
 from bench.stats import robust
 from bench.stats.derive import GcRates, NetCost, QueueStat, net_of, paired_difference, queue_stats
 from bench.stats.rounds import Rounds
+from strategies._contract import REVIEW_DESIGN
 
 # A per-iteration cost "stops mattering" below 1% of a forward in this report's wording:
 # host-side scheduler wins of 1-2% of a step get merged, and a step is a fraction of a forward.
@@ -30,7 +31,7 @@ REFERENCE = "control"  # the strategy whose call sites touch nothing: the harnes
 # of another run came out at 449 us against 30-141 us for the others and took the mean's
 # interval to +-46%: the median, with further rounds bought cheaply (bench.adaptive).
 NET_STATISTIC = "median"
-REVIEW = ("dynattr", "cached")  # the review's suggestion: lazy attribute, looked up once
+REVIEW = REVIEW_DESIGN  # the review's suggestion: lazy attribute, looked up once
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,8 @@ def build_cases(
             bench = names[name]
             if bench.kind != "step" or bench.case != key:
                 continue
-            c = counts.get(name)
+            # a cold case replays its warm twin's stream: the same counted operations
+            c = counts.get(name) or counts.get(str(bench.without("regime")))
             per = c.iterations if c and c.iterations else 0
             costs.append(
                 Cost(

@@ -25,6 +25,7 @@ from bench.runformat import StepSeries
 from bench.storage import read_json, write_json
 from bench.suites.gc import GC_PATTERN, KIND
 from bench.suites.spec import Job
+from strategies._contract import REVIEW_DESIGN
 
 if TYPE_CHECKING:
     from bench.core.scenarios import Scenario
@@ -235,7 +236,7 @@ def headline(config: RunConfig, s: Strategy) -> bool:
     the whole heap): the baseline and its twins, control, the review's suggestion and any
     revision. Every strategy's tracked objects are counted; its extra pause follows from them."""
     return (
-        s.name in (config.baseline, "dynattr")
+        s.name in (config.baseline, REVIEW_DESIGN[0])
         or s.twin_of == config.baseline
         or not s.holds_state
         or s.is_target

@@ -185,6 +185,96 @@ def verdict_sentences(data: SuiteData) -> list[str]:
     return out
 
 
+def collections_words(data: SuiteData, strategy: str) -> str:
+    """The collections the first scenario saw unfrozen, and when a full one would come."""
+    cases = _cases(data)
+    if not cases:
+        return ""
+    name = str(BenchName.of("gc", strategy, **cases[0].as_params(), gc="enabled"))
+    c = _collections(data, name)
+    if c is None:
+        return ""
+    seen = "/".join(f"{x:,.0f}" for x in c.per_kstep)
+    text = f"{cases[0].short} unfrozen: {seen} collections (g0/g1/g2) per 1,000 iterations"
+    if c.not_exercised(2):
+        every = c.full_every_steps
+        text += (
+            f", no full collection in {c.steps:,} (CPython would start one about every "
+            f"{every:,.0f} iterations at this growth)"
+            if every
+            else f", no full collection in {c.steps:,}"
+        )
+    return text
+
+
+def summary_lines(data: SuiteData, names: list[str]) -> list[str]:
+    """The PR section's GC line and memory line: the baseline and the candidate (names) side
+    by side, in the same units (tracked objects and bytes per request; ms per full collection
+    at the first live size, unfrozen and frozen; the collections the first scenario saw)."""
+    live = data.config.suite("gc").live_sizes
+    by = {(e.strategy, e.mode): e for e in pressure(data) if live and e.live == live[0]}
+    shown = [n for n in names if (n, "enabled") in by]
+    out = []
+    if shown:
+        pause = by[(shown[0], "enabled")].pause_s or 0.0
+        objects = ", ".join(f"{n} +{by[(n, 'enabled')].objects_per_request:,.2f}" for n in shown)
+
+        def extra(mode: str) -> str:
+            return ", ".join(
+                f"{n} +{e.extra_s * 1e3:,.2f} [{e.low_s * 1e3:,.2f}, {e.high_s * 1e3:,.2f}]"
+                for n in shown
+                if (e := by.get((n, mode))) is not None and e.pause_s
+            )
+
+        line = (
+            f"GC: tracked objects per live request {objects}; at {live[0]:,} live requests, "
+            f"ms added to a full collection of {pause * 1e3:,.0f} ms: {extra('enabled')}"
+        )
+        frozen = by.get((shown[0], "frozen"))
+        if frozen is not None and frozen.pause_s:
+            line += f"; with the heap frozen (SGLang's default, {frozen.pause_s * 1e3:,.1f} ms): "
+            line += extra("frozen")
+        seen = collections_words(data, shown[0])
+        out.append(line + (f"; {shown[0]} in {seen}." if seen else "."))
+    memory = data.extras.memory
+    mem = [n for n in names if n in memory]
+    if mem:
+        bare = memory[mem[0]]
+        out.append(
+            "Memory per request, over a bare request's "
+            f"{bare.bare_request_bytes:,.0f} bytes: "
+            + ", ".join(
+                f"{n} +{memory[n].state_bytes:,.0f} bytes (+{memory[n].state_tracked_objects:,.2f}"
+                " tracked objects)"
+                for n in mem
+            )
+            + "."
+        )
+    return out
+
+
+def summary_verdict(data: SuiteData, names: list[str]) -> list[str]:
+    """One sentence: what the baseline's state adds to a full collection against the
+    candidate's, at the first live size, unfrozen."""
+    live = data.config.suite("gc").live_sizes
+    by = {
+        e.strategy: e for e in pressure(data) if live and e.live == live[0] and e.mode == "enabled"
+    }
+    shown = [n for n in names if n in by and by[n].pause_s]
+    if not shown:
+        return []
+    first = by[shown[0]]
+    text = (
+        f"Its state adds {first.objects_per_request:,.2f} GC-tracked objects per request, "
+        f"+{first.extra_s * 1e3:,.2f} ms to a {(first.pause_s or 0) * 1e3:,.0f} ms full collection "
+        f"at {live[0]:,} live requests ({(first.share or 0) * 100:.2f}%)"
+    )
+    if len(shown) > 1:
+        other = by[shown[1]]
+        text += f"; {shown[1]}'s {other.objects_per_request:,.2f}, +{other.extra_s * 1e3:,.2f} ms"
+    return [text + "."]
+
+
 def terminal_extra(data: SuiteData) -> list[str]:
     if not data.gc_rates:
         return []

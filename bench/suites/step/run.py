@@ -13,6 +13,7 @@ from bench.names import CaseKey
 from bench.suites.spec import Job, with_values
 from bench.suites.step import KIND
 from strategies import Strategy
+from strategies._contract import REVIEW_DESIGN
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
@@ -44,8 +45,14 @@ def run(ctx: WorkerContext) -> SuiteOutput:
 
 def _headline(baseline: str, s: Strategy) -> bool:
     """The designs a cold case measures: the baseline and its twins, control (every net
-    figure's reference) and the revisions of a --target run."""
-    return s.name == baseline or s.twin_of == baseline or not s.holds_state or s.is_target
+    figure's reference), the review's suggestion (dynattr: the PR section's candidate) and the
+    revisions of a --target run."""
+    return (
+        s.name in (baseline, REVIEW_DESIGN[0])
+        or s.twin_of == baseline
+        or not s.holds_state
+        or s.is_target
+    )
 
 
 def plan(config: RunConfig) -> list[Job]:
