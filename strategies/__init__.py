@@ -22,9 +22,9 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any
 
-from bench.declared import unknown_name
-from bench.errors import UsageError
-from bench.names import TWIN_RE
+from bench.base.errors import UsageError
+from bench.base.names import TWIN_RE
+from bench.base.spelling import unknown_name
 from strategies._contract import (
     FORWARD_SCANS,
     HOME_KINDS,
@@ -95,7 +95,7 @@ class Strategy:
         return self.group.names
 
 
-# A/A twins: "<name>.aa" (then ".aa2", ".aa3"; bench.names.TWIN_RE): the baseline's own source
+# A/A twins: "<name>.aa" (then ".aa2", ".aa3"; bench.base.names.TWIN_RE): the baseline's own source
 # run as another module.
 
 

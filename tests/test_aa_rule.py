@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from bench.names import twin_of
+from bench.base.names import twin_of
 from bench.stats import robust
 from bench.stats.classify import MIN_EFFECT, classify, legacy_classify
 from bench.stats.derive import noise_floors, summarize

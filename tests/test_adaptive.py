@@ -10,22 +10,22 @@ from dataclasses import replace
 import pytest
 
 from bench import suites
-from bench.adaptive import (
+from bench.base.names import BenchName, CaseKey
+from bench.config.cliargs import duration_s, percent
+from bench.orchestration.adaptive import (
     FURTHER_VALUES,
     AdaptivePolicy,
     half_width_pct,
     net_cost_precision,
     ratio_precision,
 )
-from bench.cliargs import duration_s, percent
-from bench.names import BenchName, CaseKey
-from bench.pyperf_io import BenchValues
-from bench.runformat import StepSeries, SuiteExtras
-from bench.runner import SuiteState
+from bench.orchestration.runner import SuiteState
+from bench.runformat.pyperf_io import BenchValues
+from bench.runformat.schema import StepSeries, SuiteExtras
 from bench.stats import supports_quantile, values_for_quantile
+from bench.stats.cases import step_round_values
 from bench.stats.derive import queue_stats, step_percentiles
 from bench.stats.rounds import Rounds, rounds_of
-from bench.stats.scenarios import step_round_values
 from bench.suites.spec import Job
 
 
@@ -98,7 +98,7 @@ def test_round_values_drop_collection_steps_from_every_scheduler_of_the_case() -
         for n, s in steps.items()
     }
     values["lookup/pr652/op=get_hit/live=1000/regime=warm"] = [1.0, 2.0]
-    out = step_round_values(rounds_of(values), steps, k)
+    out = step_round_values(rounds_of(values), steps, k, "step")
     # round 0: step 2 had a collection (in pr652): dropped from pr652 AND control
     assert out.flat(a) == [pytest.approx(100e-9), pytest.approx(200e-9)]
     assert out.flat(b) == [pytest.approx(50e-9), pytest.approx(60e-9)]
@@ -116,7 +116,7 @@ def test_round_values_mask_within_each_worker() -> None:
         a: StepSeries([10, 10, 30, 99], [0] * 4, [0, 0, 0, 1]),  # worker 7: 10, 10; 9: 30, 99
         b: StepSeries([5, 7], [0, 0], [0, 1]),
     }
-    out = step_round_values(rounds, steps, 2)
+    out = step_round_values(rounds, steps, 2, "step")
     assert out.runs[a] == [[pytest.approx(10e-9)], [pytest.approx(30e-9)]]
     assert out.runs[b] == [[pytest.approx(5e-9)]]
 
@@ -135,7 +135,7 @@ def test_round_values_leave_unpaired_cases_alone() -> None:
     a, b = _name("pr652"), _name("control")
     steps = {a: StepSeries([1, 1], [0, 0], [1, 0]), b: StepSeries([1], [0], [0])}
     values = {a: [1e-9, 1e-9], b: [1e-9]}
-    out = step_round_values(rounds_of(values), steps, 1)
+    out = step_round_values(rounds_of(values), steps, 1, "step")
     assert {n: out.flat(n) for n in out} == values
 
 
@@ -195,7 +195,7 @@ def test_ratio_precision_is_the_least_precise_ratio_and_ignores_the_reference() 
 def _state(
     config: object, values: dict[str, list[float]], *, wall: float, elapsed: float
 ) -> SuiteState:
-    from bench.timing import wall_s
+    from bench.base.timing import wall_s
 
     state = SuiteState("step")
     state.jobs = [Job(0, config)]  # type: ignore[arg-type]
@@ -292,7 +292,7 @@ def test_a_tail_quantile_needs_ten_values_beyond_it() -> None:
 def test_collect_due_runs_the_young_collection_automatic_gc_would_have() -> None:
     import gc
 
-    from bench.gcprobe import collect_due
+    from bench.base.gcprobe import collect_due
 
     was = gc.isenabled()
     gc.disable()

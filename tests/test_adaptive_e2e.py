@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.adaptive import FURTHER_VALUES
-from bench.pyperf_io import load_pyperf, values_of
+from bench.orchestration.adaptive import FURTHER_VALUES
+from bench.runformat.pyperf_io import load_pyperf, values_of
 from tests.helpers import FIXTURES, run_cli
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from bench.base.names import BenchName
 from bench.core.workload import make_request_class
-from bench.names import BenchName
 from strategies import Strategy
 
 LIVE = 1000

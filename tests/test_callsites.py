@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from bench.commands.scenario_docs import LOOKUPS_BY_PATH
 from bench.core.arrivals import hidden_meta
 from bench.core.callsites import PATTERNS, compile_callsites, render
 from bench.core.counting import OpCounts, counted
-from bench.core.scenario_docs import LOOKUPS_BY_PATH
 from bench.core.scenarios import get
 from strategies import Strategy, load_builtin
 from strategies._contract import FIELD_DEFAULTS, FIELDS

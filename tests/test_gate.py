@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import DataError, UsageError
+from bench.base.errors import DataError, UsageError
 from bench.gate.config import GateConfig, load_gate_config
 from bench.gate.git import snapshot
 from bench.gate.judge import Judgement, judge, load_baseline

@@ -59,18 +59,22 @@ def _rename_live_to_size(repo: Path) -> None:
         'op=op, size=live, regime="warm"',
     )
     _edit(
-        repo / "bench/gate/suite.py",
-        '"lookup": ("op", "live", "regime")',
-        '"lookup": ("op", "size", "regime")',
+        repo / "bench/suites/gate/__init__.py",
+        'LOOKUP: ("op", "live", "regime")',
+        'LOOKUP: ("op", "size", "regime")',
     )
     _edit(
-        repo / "bench/gate/suite.py",
+        repo / "bench/suites/gate/run.py",
         "op=op, live=live, regime=GATE_REGIME",
         "op=op, size=live, regime=GATE_REGIME",
     )
-    _edit(repo / "bench/gate/instr_target.py", 'n = bench.int("live")', 'n = bench.int("size")')
     _edit(
-        repo / "bench/names.py",
+        repo / "bench/suites/gate/run_instructions.py",
+        'n = bench.int("live")',
+        'n = bench.int("size")',
+    )
+    _edit(
+        repo / "bench/base/names.py",
         "RENAMED_PARAMS: dict[str, dict[str, str]] = {}",
         'RENAMED_PARAMS: dict[str, dict[str, str]] = {"lookup": {"size": "live"}}',
     )
@@ -89,9 +93,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     c_old = _commit(repo, "before the protocol")
     protocol.write_text(saved)
     c0 = _commit(repo, "the protocol")
-    _edit(repo / "bench/config.py", EXTRA_LINE, KNOB_LINE + EXTRA_LINE)
+    _edit(repo / "bench/config/runconfig.py", EXTRA_LINE, KNOB_LINE + EXTRA_LINE)
     c1 = _commit(repo, "adds a configuration key")
-    _edit(repo / "bench/config.py", KNOB_LINE, "")
+    _edit(repo / "bench/config/runconfig.py", KNOB_LINE, "")
     c2 = _commit(repo, "removes it again")
     return {"repo": repo, "c_old": c_old, "c0": c0, "c1": c1, "c2": c2}
 
@@ -180,7 +184,7 @@ def test_a_difference_that_changes_what_is_measured_is_exit_2(
     repo = history["repo"]
     _checkout(repo, history["c1"])
     _edit(
-        repo / "bench/config.py",
+        repo / "bench/config/runconfig.py",
         "ABSENT_MEANS: dict[str, Any] = {",
         'ABSENT_MEANS: dict[str, Any] = {"history_knob": 0, ',
     )

@@ -7,13 +7,14 @@ import gc
 
 import pytest
 
+from bench.base.gcprobe import RAISED_THRESHOLD, apply_gc_mode, background_heap
+from bench.base.names import BenchName
 from bench.core import scenarios
 from bench.core.hostpool import HostPool, host_hidden
 from bench.core.scheduler import make_scheduler, warmup_steps
-from bench.gcprobe import RAISED_THRESHOLD, apply_gc_mode, background_heap
-from bench.names import BenchName
-from bench.runformat import GcCounts, MemoryFigures
-from bench.stats import gcpressure
+from bench.runformat.schema import GcCounts
+from bench.suites.gc import MemoryFigures
+from bench.suites.gc import view_pressure as gcpressure
 from strategies import load_builtin
 
 

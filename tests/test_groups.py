@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.base.errors import UsageError
 from bench.core import scenarios
 from bench.core.counting import count_ops
 from bench.core.groupsites import blocks, program_of
-from bench.errors import UsageError
 from bench.target.accesses import read_accesses
 from bench.target.diff import find_moves
 from bench.target.groups import Revision, read_groups

@@ -18,60 +18,40 @@ from pathlib import Path
 import pytest
 
 from bench import suites
-from bench.errors import DataError, UsageError
+from bench.base.errors import DataError, UsageError
 from bench.report import viewspec
 from bench.report.load import load_run
-from bench.runformat import OLDER_SCHEMAS
+from bench.runformat.schema import OLDER_SCHEMAS
 from bench.suites.spec import SuiteDeclarationError, SuiteSpec
 from tests.helpers import FIXTURES, ROOT, run_cli
 
-# Layers, lowest first (docs/ARCHITECTURE.md). A module may import its own layer and below; the
-# most specific prefix decides a module's layer.
-LAYERS: dict[str, int] = {
-    "bench.errors": 0,
-    "bench.names": 0,
-    "bench.declared": 0,
-    "bench.timing": 0,
-    "bench.storage": 0,
-    "strategies": 0,
-    "bench.core": 1,
-    "bench.config": 2,
-    "bench.runformat": 2,
-    "bench.gcprobe": 2,
-    "bench.rowpool": 1,  # the row pool the loops write into (torch, imported where measured)
-    "bench.pyperf_io": 2,
-    "bench.envinfo": 2,
-    "bench.cliargs": 2,
-    "bench.measure": 3,
-    "bench.suites": 4,  # the registry, spec.py and every suite's declaration
-    "bench.suites.*.run": 5,
-    "bench.gate.suite": 5,
-    "bench.gate.instr_target": 5,
-    "bench.worker": 5,
-    "bench.runner": 6,
-    "bench.stats": 7,
-    "bench.adaptive": 8,  # the runner's further rounds: reads statistics of what was measured
-    "bench.report.load": 8,
-    "bench.report": 9,
-    "bench.orchestration": 9,
-    "bench.suites.*.view": 9,
-    "bench.core.cli": 10,
-    "bench.core.scenario_docs": 10,
-    "bench.gate": 10,
-    "bench.target": 10,
-    "bench.profiling": 10,
-    "bench.selfcheck": 10,
-    "bench.selftest_aa": 10,
-    "bench.run_cli": 10,
-    "bench.cli": 10,
-    "bench.instr_target": 10,
-    "bench.__main__": 10,
-    "bench": 10,
-}
+# Layers, lowest first (docs/ARCHITECTURE.md): a module's layer is its folder's, read from the
+# path alone. A module may import its own layer and below. A suite's folder is the one vertical
+# slice: its declaration (and helpers) sit at the suites' layer, its measuring half (run.py) just
+# above, its reading half (view.py) with the report.
+FOLDERS: tuple[tuple[str, ...], ...] = (
+    ("bench.base", "strategies"),
+    ("bench.core",),
+    ("bench.config", "bench.runformat"),
+    ("bench.measure",),
+    ("bench.suites",),
+    ("bench.suites.*.run",),
+    ("bench.stats",),
+    ("bench.report", "bench.suites.*.view"),
+    ("bench.orchestration",),
+    ("bench.gate", "bench.target", "bench.profiling"),
+    ("bench.commands",),
+)
+LAYERS: dict[str, int] = {folder: i for i, folders in enumerate(FOLDERS) for folder in folders}
+# The package itself and its entry-point shims (bench.worker, bench.instr_target: gates run them
+# by module path in other trees) sit at the top.
+TOP = len(FOLDERS)
+
+
 # Edges that the order alone would allow but the halves forbid, by kind of module.
 FORBIDDEN = {
     "run": ("bench.report", "bench.stats", "bench.suites.*.view"),
-    "view": ("bench.measure", "bench.suites.*.run", "bench.worker", "bench.runner"),
+    "view": ("bench.measure", "bench.suites.*.run", "bench.worker", "bench.orchestration.runner"),
     "declaration": ("bench.report", "bench.measure", "bench.suites.*.run", "bench.suites.*.view"),
 }
 
@@ -84,12 +64,17 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def _half(parts: list[str]) -> str | None:
+    """run / view for a module of a suite's folder named run*.py / view*.py."""
+    if len(parts) != 4 or parts[:2] != ["bench", "suites"]:
+        return None
+    return next((h for h in ("run", "view") if parts[3].startswith(h)), None)
+
+
 def _pattern(module: str) -> str:
-    """bench.suites.lookup.run -> bench.suites.*.run (a suite's half)."""
-    parts = module.split(".")
-    if len(parts) == 4 and parts[:2] == ["bench", "suites"] and parts[3] in ("run", "view"):
-        return f"bench.suites.*.{parts[3]}"
-    return module
+    """bench.suites.lookup.run -> bench.suites.*.run (a suite's half; run_x.py, view_x.py too)."""
+    half = _half(module.split("."))
+    return f"bench.suites.*.{half}" if half else module
 
 
 def _kind(module: str) -> str | None:
@@ -97,15 +82,33 @@ def _kind(module: str) -> str | None:
     parts = module.split(".")
     if parts[:2] != ["bench", "suites"]:
         return None
-    if len(parts) == 4 and parts[3] in ("run", "view"):
-        return parts[3]
+    half = _half(parts)
+    if half:
+        return half
     return "declaration" if len(parts) <= 3 else None
 
 
 def _layer(module: str) -> int:
+    """The layer of a module's folder (bench.x.y: bench.x's; a suite's half by its file)."""
     name = _pattern(module)
-    best = max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len)
-    return LAYERS[best]
+    if name.startswith("bench.suites.*."):
+        return LAYERS[name]
+    parts = name.split(".")
+    folder = ".".join(parts[:2]) if parts[0] == "bench" else parts[0]
+    if folder not in LAYERS:
+        assert name.count(".") <= 1, f"{module}: a folder no layer names"
+        return TOP
+    return LAYERS[folder]
+
+
+def test_every_folder_is_a_layer() -> None:
+    """Each folder under bench/ holding modules is named in FOLDERS; no module but the package's
+    own and its entry-point shims sits at the top of bench/."""
+    folders = {p.parent.relative_to(ROOT).parts[:2] for p in (ROOT / "bench").rglob("*.py")}
+    named = {tuple(f.split(".")) for fs in FOLDERS for f in fs if "*" not in f}
+    assert {f for f in folders if len(f) == 2} <= named
+    top = sorted(p.name for p in (ROOT / "bench").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "instr_target.py", "worker.py"], top
 
 
 def _imports(path: Path) -> set[str]:
@@ -191,9 +194,9 @@ def test_core_is_torch_free() -> None:
     proc = _fresh(
         "import sys\n"
         "import bench.core.workload, bench.core.callsites, bench.core.scheduler\n"
-        "import bench.core.allocator, bench.core.hostpool, bench.gate.instr_target\n"
+        "import bench.core.allocator, bench.core.hostpool, bench.suites.gate.run_instructions\n"
         "import bench.core.scenarios, bench.core.arrivals, bench.core.counting\n"
-        "import bench.cli, bench.suites\n"
+        "import bench.commands.main, bench.suites\n"
         "bench.suites.specs()\n"
         "from bench.core.hostpool import HostPool, host_hidden\n"
         "from bench.core.scenarios import PRESETS\n"
@@ -289,14 +292,31 @@ def test_misspelt_names_are_refused_with_the_closest(tmp_path: Path) -> None:
     assert proc.stderr.count("\n") == 1
 
 
+def test_a_constant_of_a_strategy_file_far_from_every_declared_name_is_accepted(
+    tmp_path: Path,
+) -> None:
+    from bench.base.spelling import edit_distance
+
+    assert edit_distance("FIGURE", "FIGURES") == 1
+    assert edit_distance("PAIRD", "PAIRED") == 1
+    assert edit_distance("kitten", "sitting") == 3
+    strategy = tmp_path / "own_constants.py"
+    strategy.write_text(
+        (FIXTURES / "ext_strategy.py").read_text()
+        + '\nSOURCE_COMMIT = "abc123"\nCAPTURE_LAYERS = (1, 2)\nMAX_ROWS = 4\n'
+    )
+    proc = run_cli("list", "--strategy", str(strategy))
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_unknown_suite_is_refused() -> None:
     with pytest.raises(UsageError, match=r"unknown suite 'nope'; choose from lookup"):
         suites.get("nope")
 
 
 def test_workers_one_plans_one_process_per_suite() -> None:
-    from bench.cli import build_parser
-    from bench.run_cli import _config_from_args
+    from bench.commands.main import build_parser
+    from bench.commands.run import _config_from_args
 
     config = _config_from_args(build_parser().parse_args(["run", "--workers", "1"]))
     for spec in suites.specs():
@@ -337,8 +357,8 @@ def test_strategy_file_in_list() -> None:
 
 
 def test_strategy_file_in_run_is_measured(tmp_path: Path) -> None:
-    from bench.cli import build_parser
-    from bench.run_cli import _config_from_args
+    from bench.commands.main import build_parser
+    from bench.commands.run import _config_from_args
 
     args = build_parser().parse_args(
         ["run", "--strategy", f"weakkey,{FIXTURES / 'ext_strategy.py'}", "--quick"]
@@ -349,3 +369,26 @@ def test_strategy_file_in_run_is_measured(tmp_path: Path) -> None:
     proc = run_cli("list", "--strategy", str(tmp_path / "missing.py"))
     assert proc.returncode == 2
     assert "no such strategy file" in proc.stderr
+
+
+def test_no_module_outside_a_suite_names_one_in_a_call() -> None:
+    """A suite's options and data are reached by a name only its own folder spells: elsewhere a
+    call `x.suite("gc")`, `x.with_suite("lookup", ...)` or `options.get("step")` is refused;
+    the views and tools that read given suites name them once, in a declared constant."""
+    names = {s.name for s in suites.specs()}
+    wrong = []
+    for module, path in MODULES.items():
+        if module.startswith("bench.suites."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            first = node.args[0] if node.args else None
+            if (
+                node.func.attr in ("suite", "with_suite", "get")
+                and isinstance(first, ast.Constant)
+                and first.value in names
+                and (node.func.attr != "get" or ast.unparse(node.func.value).endswith("options"))
+            ):
+                wrong.append(f"{module}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert not wrong, "\n".join(wrong)

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from bench.base.names import BenchName
 from bench.measure import lookups as measure
 from bench.measure.lookups import build_populations, lookup_subject
-from bench.names import BenchName
-from bench.selfcheck import SelfCheck
+from bench.orchestration.selfcheck import SelfCheck
 from bench.stats.derive import net_of, net_ratios
 from bench.stats.rounds import rounds_of
 from bench.suites.lookup import REGIMES

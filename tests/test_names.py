@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.errors import DataError
+from bench.base.errors import DataError
+from bench.base.names import BenchName, BenchNameError
 from bench.gate.config import GateConfig
-from bench.names import BenchName, BenchNameError
-from bench.pyperf_io import load_pyperf, values_of
+from bench.runformat.pyperf_io import load_pyperf, values_of
 from bench.suites import public_names
 
 TODAY = [

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import UsageError
-from bench.profiling import ROOT_FUNCTION, ProfileError, profile_strategies, register
+from bench.base.errors import UsageError
+from bench.commands.profile import register
+from bench.profiling import ROOT_FUNCTION, ProfileError, profile_strategies
 from bench.profiling import run as profile_run
-from bench.profiling import target as profile_target
+from bench.profiling import workload as profile_target
 from bench.profiling.render import flamegraph_svg, to_speedscope
 from bench.profiling.stacks import (
     by_function,
@@ -25,9 +26,9 @@ from bench.profiling.stacks import (
 )
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
-MAIN = "main (bench/profiling/target.py:95)"
-ROOT = f"{ROOT_FUNCTION} (bench/profiling/target.py:48)"
-ROOT_OTHER_LINE = f"{ROOT_FUNCTION} (bench/profiling/target.py:49)"
+MAIN = "main (bench/profiling/workload.py:95)"
+ROOT = f"{ROOT_FUNCTION} (bench/profiling/workload.py:48)"
+ROOT_OTHER_LINE = f"{ROOT_FUNCTION} (bench/profiling/workload.py:49)"
 STEP = "SyntheticScheduler.step (bench/core/scheduler.py:316)"
 
 RAW = "\n".join(
@@ -99,7 +100,7 @@ def test_views_start_at_the_root_and_escape_names() -> None:
     assert root.tag == f"{SVG_NS}svg"
     titles = [t.text or "" for t in root.iter(f"{SVG_NS}title")]
     # both root lines merge into one box that holds every sample
-    assert f"{ROOT_FUNCTION} (bench/profiling/target.py): 31 samples (100.00%)" in titles
+    assert f"{ROOT_FUNCTION} (bench/profiling/workload.py): 31 samples (100.00%)" in titles
     assert any(t.startswith("write_hidden_rows (<callsite") for t in titles)
 
     doc = to_speedscope(steady, name="weakkey")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 
-from bench.runner import Progress
+from bench.orchestration.progress import Progress
 
 
 class Tty(io.StringIO):

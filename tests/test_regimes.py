@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.adaptive import change_precision
+from bench.base.names import BenchName, CaseKey
 from bench.measure import regime
-from bench.names import BenchName, CaseKey
-from bench.runformat import SelfCheck
+from bench.orchestration.adaptive import change_precision
+from bench.runformat.schema import SelfCheck
+from bench.stats.cases import Case
 from bench.stats.rounds import Rounds
-from bench.stats.scenarios import Case
 
 
 def test_llc_and_sweep_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -151,7 +151,7 @@ def test_selfcheck_scan_round_trips_and_judges() -> None:
 
 
 def test_selfcheck_times_the_scan_in_both_regimes() -> None:
-    from bench.selfcheck import time_scan_us
+    from bench.orchestration.selfcheck import time_scan_us
 
     for name in ("warm", "cold"):
         values = time_scan_us(8, "fork-c96e68b62b", name, neighbours=1, churn=0.5)

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cli import build_parser
-from bench.errors import DataError, UsageError
-from bench.names import BenchName
-from bench.pyperf_io import load_pyperf, values_of
-from bench.run_cli import _config_from_args
-from bench.storage import check_free_space, new_run_dir, write_atomic
+from bench.base.errors import DataError, UsageError
+from bench.base.names import BenchName
+from bench.base.storage import check_free_space, new_run_dir, write_atomic
+from bench.commands.main import build_parser
+from bench.commands.run import _config_from_args
+from bench.runformat.pyperf_io import load_pyperf, values_of
 from tests.helpers import FIXTURES, ROOT, run_cli
 
 TINY = str(FIXTURES / "tiny_config.json")
@@ -60,7 +60,8 @@ def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: P
     names = values_of(load_pyperf(run / "step.json"))
     strategies = {BenchName.parse(n).strategy for n in names}
     assert {"pr652", "declared"} <= strategies
-    assert "FAILED flaky" in proc.stdout
+    assert "FAILURES: lookup (partial: flaky failed)" in proc.stdout  # said on the summary
+    assert "FAILED flaky" in run_cli("show", "--verbose", str(run)).stdout
     html = (run / "report.html").read_text()
     assert 'id="failures"' in html
     assert "flaky strategy gave up" in html

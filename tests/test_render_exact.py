@@ -169,8 +169,8 @@ def test_step_recorder_and_clock_on_a_fake_clock(monkeypatch: pytest.MonkeyPatch
     runs outside; a value is the mean over its steps, in seconds; warm-ups are not kept."""
     import torch
 
-    from bench import timing
-    from bench.gcprobe import GcProbe
+    from bench.base import timing
+    from bench.base.gcprobe import GcProbe
     from bench.measure.steps import StepRecorder
 
     ticks = iter(range(0, 10**9, 1000))  # every reading 1 µs after the last
@@ -211,7 +211,7 @@ def test_step_recorder_and_clock_on_a_fake_clock(monkeypatch: pytest.MonkeyPatch
 
 def test_loop_calibration_on_a_fake_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm value lasts at least min_value_ns: passes = ceil(min / one pass)."""
-    from bench import timing
+    from bench.base import timing
     from bench.measure import lookups
 
     now = [0]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bench import suites
-from bench.errors import DataError
+from bench.base.errors import DataError
 from bench.report import viewspec, write_compare, write_report
 from bench.report.load import load_run
 from bench.report.text import clean, esc_md, md_code_block
@@ -517,12 +517,12 @@ BAD_FILES = [
     ("step.extra.json", '{"hello": 1}', r"step\.extra\.json: not a reqstate-bench results"),
     (
         "step.extra.json",
-        '{"schema": "reqstate-bench/2", "suite": "step", "extras": {"steps": {"x": 1}}}',
+        '{"schema": "reqstate-bench/3", "suite": "step", "extras": {"steps": {"x": 1}}}',
         r"step\.extra\.json: extra file\.extras\.steps\.x should be an object",
     ),
     (
         "step.extra.json",
-        '{"schema": "reqstate-bench/2", "suite": "step", "extras": {"steps": '
+        '{"schema": "reqstate-bench/3", "suite": "step", "extras": {"steps": '
         '{"step/x/pattern=cached": {"host_ns": [1], "device_ns": [], "gc": [0]}}}}',
         r"step\.extra\.json: .*differ in length",
     ),
@@ -601,15 +601,16 @@ def test_clean_drops_control_characters() -> None:
 
 @slow
 def test_terminal_fits_a_screen(run_dir: Path) -> None:
-    from bench.orchestration.sequence import terminal_text
+    from bench.report.console import terminal
+    from bench.report.load import load_run
 
-    text = terminal_text(run_dir)
+    text = terminal(load_run(run_dir))
     assert len(text.splitlines()) <= 50, len(text.splitlines())
     assert "Verdict:" in text
     assert f"run folder: {run_dir}" in text
     assert "prefill-dspark" in text
     assert "decode-dspark" in text
-    full = terminal_text(run_dir, verbose=True)
+    full = terminal(load_run(run_dir), verbose=True)
     assert len(full.splitlines()) > 50  # every suite's table: the long form is still there
     assert "== lookup" in full
     assert "== step" in full

@@ -65,6 +65,37 @@ def test_import_req_cli_prints_count_and_histogram(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["name"] == "fixture"
 
 
+def test_an_imported_model_lives_in_the_user_data_folder(tmp_path: Path) -> None:
+    """import-req writes under $XDG_DATA_HOME, never into the package; the model is then found
+    by name; a shipped name is refused (the shipped tables are read-only)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "bench", *args],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    before = sorted(reqmodel.DATA_DIR.iterdir())
+    proc = cli("workload", "import-req", str(FIXTURE), "--name", "mine")
+    assert proc.returncode == 0, proc.stderr
+    table = tmp_path / "xdg" / "reqstate-bench" / "request_models" / "mine.json"
+    assert table.is_file()
+    assert sorted(reqmodel.DATA_DIR.iterdir()) == before  # the package is untouched
+    models = cli("workload", "models")
+    assert "mine" in models.stdout
+    assert "(imported:" in models.stdout
+    refused = cli("workload", "import-req", str(FIXTURE), "--name", "sglang-0.5.23")
+    assert refused.returncode == 2
+    assert "a shipped request model (read-only)" in refused.stderr
+
+
 @pytest.mark.parametrize(
     ("name", "needle"),
     [

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from bench.rowpool import (
+from bench.core.rowpool import (
     IntervalAllocator,
     PoolShape,
     RowPool,

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.pyperf_io import gc_modes_of, load_pyperf, values_of
 from bench.report.load import load_run
-from bench.runformat import SCHEMA
+from bench.runformat.pyperf_io import gc_modes_of, load_pyperf, values_of
+from bench.runformat.schema import SCHEMA
 from bench.suites import public_names
+from bench.suites.gc import extras_of
 from bench.suites.lookup import OPS as LOOKUP_OPS
 from conftest import STRATEGY_NAMES as STRATEGIES
 from tests.helpers import ROOT, run_cli
@@ -74,7 +75,7 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
         for scenario in ("prefill-dspark", "decode-dspark"):
             for pattern in ("per_field", "cached"):
                 assert f"step/{s}/scenario={scenario}/pattern={pattern}" in names["step"]
-            for mode in ("enabled", "frozen"):
+            for mode in ("enabled", "frozen", "raised"):
                 assert f"gc/{s}/scenario={scenario}/gc={mode}" in names["gc"]
         assert f"memory/{s}/metric=request_bytes" in names["gc"]
         for n in (16, 32):
@@ -82,7 +83,11 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
             assert name in names["scaling"]
     # the cold memory regime: a case of its own, for the headline designs only
     cold = {n for n in names["step"] if n.endswith("/regime=cold")}
-    assert {n.split("/")[1] for n in cold} == {"pr652", "pr652.aa", "control"}
+    headline = {"pr652", "pr652.aa", "control", "dynattr"}  # dynattr: the review's design
+    assert {n.split("/")[1] for n in cold} == headline
+    # full-collection pauses (the slow part of the gc suite): the headline designs only
+    full = {n.split("/")[1] for n in names["gc"] if n.startswith("gc_full/")}
+    assert full == headline
     for scenario in ("prefill-dspark", "decode-dspark"):
         assert f"step/pr652/scenario={scenario}/pattern=per_field/regime=cold" in cold
 
@@ -108,7 +113,8 @@ def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: P
 def test_gc_mode_is_recorded_per_benchmark(run_dir: Path) -> None:
     modes = gc_modes_of(load_pyperf(run_dir / "gc.json"))
     assert modes["gc/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
-    assert modes["gc_full/weakkey/scenario=decode-dspark/gc=frozen"] == "frozen"
+    assert modes["gc/weakkey/scenario=decode-dspark/gc=raised"] == "raised"
+    assert modes["gc_full/pr652/scenario=decode-dspark/gc=frozen"] == "frozen"
     assert modes["gc/weakkey/scenario=decode-dspark/gc=enabled"] == "enabled"
     assert set(gc_modes_of(load_pyperf(run_dir / "step.json")).values()) == {"deferred"}
     assert set(gc_modes_of(load_pyperf(run_dir / "scaling.json")).values()) == {"frozen"}
@@ -142,8 +148,8 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     )  # baseline
 
     gc_data = run.suites["gc"]
-    assert {name.rsplit("=", 1)[1] for name in gc_data.gc_rates} == {"enabled", "frozen"}
-    memory = gc_data.extras.memory
+    assert {name.rsplit("=", 1)[1] for name in gc_data.gc_rates} == {"enabled", "frozen", "raised"}
+    memory = extras_of(gc_data.extras).memory
     assert memory["weakkey"].state_tracked_objects >= 1  # the state object at least
     assert memory["control"].state_tracked_objects == pytest.approx(0, abs=0.05)
 
@@ -155,9 +161,13 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
 
 
 def test_terminal_table_was_printed(run_dir: Path) -> None:
-    proc = run_cli("run", "--resume", str(run_dir))
+    short = run_cli("run", "--resume", str(run_dir))
+    assert short.returncode == 0
+    assert "nothing to resume" in short.stderr
+    assert len(short.stdout.splitlines()) <= 50  # the PR section: a screenful
+    assert "Verdict:" in short.stdout
+    proc = run_cli("run", "--resume", str(run_dir), "--verbose")  # every suite's table
     assert proc.returncode == 0
-    assert "nothing to resume" in proc.stderr
     assert "ratio [95% CI]" in proc.stdout
     assert "step/declared/scenario=prefill-dspark/pattern=per_field" in proc.stdout
     twin_rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("step/pr652.aa/")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.core import scenario_docs
+from bench.commands import scenario_docs
 from bench.core.counting import count_ops
 from bench.core.scenarios import DEFAULT_SET, PARAMS, PRESETS, get, parse_set, parse_sweep
 from bench.report import write_report

@@ -10,12 +10,12 @@ import statistics
 import pytest
 import torch
 
+from bench.commands.scenario_docs import CALIBRATION
 from bench.core.callsites import PATTERNS
 from bench.core.hostpool import HostPool, host_hidden
-from bench.core.scenario_docs import CALIBRATION
+from bench.core.rowpool import PoolShape, RowPool
 from bench.core.scenarios import PRESETS, Scenario, get
 from bench.core.scheduler import DecodeLoop, PrefillLoop, make_scheduler, warmup_steps
-from bench.rowpool import PoolShape, RowPool
 from strategies import Strategy, load_builtin
 
 CPU = torch.device("cpu")

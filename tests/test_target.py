@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import UsageError
+from bench.base.errors import UsageError
 from bench.target.home import HomeNotFound
 from bench.target.inspection import inspect_tree
 from bench.target.materialize import TargetRefused, materialize
@@ -218,8 +218,8 @@ def test_the_scheduler_follows_each_revision(
 
 
 def test_baseline_and_target_options(repo: tuple[Path, dict[str, str]]) -> None:
-    from bench.cli import build_parser
-    from bench.run_cli import _config_from_args
+    from bench.commands.main import build_parser
+    from bench.commands.run import _config_from_args
 
     specs = f"{_at(repo, 'fields')},{_at(repo, 'side')}"
     args = build_parser().parse_args(

@@ -27,6 +27,7 @@ import ast
 import functools
 import gc
 import json
+import os
 from array import array
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -452,13 +453,34 @@ def import_req(
 # -- the shipped tables -------------------------------------------------------------------------
 
 
+def user_dir() -> Path:
+    """Where `workload import-req` keeps a user's models: $XDG_DATA_HOME (default
+    ~/.local/share)/reqstate-bench/request_models. The shipped tables (DATA_DIR) are read-only:
+    a harness installed into site-packages could not write there, and a checkout would show
+    the imported file as its own."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "reqstate-bench" / "request_models"
+
+
+def shipped() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in DATA_DIR.glob("*.json")))
+
+
+def imported() -> tuple[str, ...]:
+    """The user's own models (user_dir()), those a shipped name does not hide."""
+    folder = user_dir()
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted(p.stem for p in folder.glob("*.json") if p.stem not in shipped()))
+
+
 def available() -> tuple[str, ...]:
-    shipped = sorted(p.stem for p in DATA_DIR.glob("*.json"))
-    return (*shipped, SYNTHETIC)
+    return (*shipped(), *imported(), SYNTHETIC)
 
 
 def load(name: str) -> RequestModel | None:
-    """A shipped model by name (None for `synthetic`, the generated table), or a table file
+    """A model by name, shipped or the user's own (None for `synthetic`, the generated table),
+    or a table file
     (a path ending in .json: a target revision's own Req); ValueError if unknown."""
     if name == SYNTHETIC:
         return None
@@ -467,6 +489,8 @@ def load(name: str) -> RequestModel | None:
             raise ValueError(f"request model table {name}: no such file")
         return _read(Path(name))
     path = DATA_DIR / f"{name}.json"
+    if not path.is_file():
+        path = user_dir() / f"{name}.json"
     if not path.is_file():
         raise ValueError(f"unknown request model {name!r}; choose from {', '.join(available())}")
     return _read(path)

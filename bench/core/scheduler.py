@@ -49,9 +49,9 @@ from strategies import Strategy
 if TYPE_CHECKING:
     import torch
 
-    from bench.rowpool import RowPool
+    from bench.core.rowpool import RowPool
 
-# Queue lengths and counts sampled after every step (bench.runformat.QueueSeries).
+# Queue lengths and counts sampled after every step (bench.runformat.schema.QueueSeries).
 QUEUES = (
     "bootstrap",
     "waiting",

@@ -28,8 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.base.storage import ROOT
 from bench.gate.instructions import Side, _callgrind, _command, markers_work
-from bench.storage import ROOT
 
 # The functions gate.md lists per benchmark.
 TOP_FUNCTIONS = 8

@@ -30,10 +30,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from bench.config import check_positive_ints
+from bench.base.errors import UsageError
+from bench.base.names import BenchName
+from bench.config.runconfig import check_positive_ints
 from bench.core import scenarios
-from bench.errors import UsageError
-from bench.names import BenchName
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,8 +8,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.errors import DataError, UsageError
-from bench.storage import ROOT
+from bench.base.errors import DataError, UsageError
+from bench.base.storage import ROOT
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:

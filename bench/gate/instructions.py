@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import DataError, UsageError
+from bench.base.errors import DataError, UsageError
+from bench.base.names import BenchName
 from bench.gate.config import GateConfig
 from bench.gate.protocol import Base
-from bench.names import BenchName
 
 # callgrind runs Python ~50x slower; a single target run must not hang a CI job forever.
 RUN_TIMEOUT_S = 900
@@ -291,6 +291,14 @@ def measure_gate(
             names=names,
             options=None if base is None else base.instr_options,
         )
+    return measure_sides(cfg, sides, benchmarks)
+
+
+def measure_sides(
+    cfg: GateConfig, sides: dict[str, Any], benchmarks: dict[str, tuple[int, int]]
+) -> dict[str, dict[str, list[float]]]:
+    """{side: {benchmark: [instructions]}}: each side's counts over its heap layouts, with the
+    gate's progress lines (both gates, the working tree's and the target mode's)."""
     counts = measure(
         sides,
         benchmarks,

@@ -1,7 +1,8 @@
 """How the gate decides: one small rule object per mode, and the baseline files it can read.
 
 A benchmark is a regression when its slowdown is larger than its bound, max(threshold, A/A
-noise), and (wall clock) statistically significant. The gate fails closed: a gated benchmark
+noise), and (wall clock) statistically significant: the report's rule (bench/stats/classify.py,
+`beyond`) with the gate's bound and words. The gate fails closed: a gated benchmark
 without data on a side is a DataError, never a pass.
 """
 
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import stats
-from bench.errors import DataError
+from bench.base.errors import DataError
+from bench.base.names import BenchName
+from bench.base.storage import read_json
 from bench.gate.config import GateConfig
-from bench.names import BenchName
-from bench.storage import read_json
+from bench.stats.classify import gate_verdict
 
 SCHEMA = "reqstate-bench-gate/1"
 
@@ -52,14 +54,6 @@ class Judgement:
         if self.change_s is None or not self.forward_s:
             return None
         return self.change_s / self.forward_s
-
-
-def _verdict(change_pct: float, bound_pct: float, significant: bool) -> str:
-    if significant and change_pct > bound_pct:
-        return "regression"
-    if significant and -change_pct > bound_pct:
-        return "improvement"
-    return "pass"
 
 
 @dataclass(frozen=True)
@@ -168,37 +162,17 @@ class WallRule:
             # the bound at ~15% on this machine, hiding a real +10%).
             noise = abs(aa_cmp.ratio - 1) * 100
         bound = max(threshold, noise)
-        verdict = _verdict((cmp.ratio - 1) * 100, bound, cmp.significant)
+        verdict = gate_verdict((cmp.ratio - 1) * 100, bound, significant=cmp.significant)
         forward = forward_s_of(name)
-        if forward is None:
-            return Judgement(
-                name,
-                stats.median(base),
-                stats.median(cand),
-                cmp.ratio,
-                cmp.ci_low,
-                cmp.ci_high,
-                cmp.p_value,
-                threshold,
-                noise,
-                bound,
-                verdict,
-            )
-        change, lo, hi = self._difference(sides.cand, sides.base)
-        bound_s = self.units.bound_s(forward)
-        if bound_s is not None:
+        diff = self._difference(sides.cand, sides.base) if forward is not None else None
+        bound_s = self.units.bound_s(forward) if forward is not None else None
+        if bound_s is not None and diff is not None:
             # Judged in seconds per iteration: the paired difference's CI must exclude zero,
             # and the change exceed the bound and what identical code moves (the A/A copy).
             if aa and len(aa) > 1:
                 bound_s = max(bound_s, abs(self._difference(aa, sides.cand)[0]))
-            significant = not lo <= 0.0 <= hi
-            verdict = (
-                "regression"
-                if significant and change > bound_s
-                else "improvement"
-                if significant and -change > bound_s
-                else "pass"
-            )
+            verdict = gate_verdict(diff[0], bound_s, significant=not diff[1] <= 0.0 <= diff[2])
+        change, lo, hi = diff if diff is not None else (None, None, None)
         return Judgement(
             name,
             stats.median(base),
@@ -255,7 +229,7 @@ class InstructionRule:
             threshold,
             noise,
             bound,
-            _verdict((ratio - 1) * 100, bound, significant),
+            gate_verdict((ratio - 1) * 100, bound, significant=significant),
         )
 
 

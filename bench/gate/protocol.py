@@ -12,7 +12,7 @@ which configuration keys (with defaults) its RunConfig has, how it names the gat
 sends only keys the base knows; a key the base lacks is dropped when it only sets how much is
 measured (RunConfig.repetition_keys(): the shared keys and each suite's own) or when the candidate asks for what a tree without it measured
 (its default, or config.ABSENT_MEANS); otherwise the gate stops with exit 2 naming the key.
-Names are translated with bench.names.RENAMED_PARAMS / ADDED_PARAMS the same way. A base that
+Names are translated with bench.base.names.RENAMED_PARAMS / ADDED_PARAMS the same way. A base that
 cannot answer predates the protocol: the gate says which base is the oldest it supports.
 
 Keep this module's output backward compatible: later candidates read it from this tree.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import DataError
+from bench.base.errors import DataError
 
 PROTOCOL = 1
 # The first commit whose tree answers `python -m bench.gate.protocol` (older bases are refused).
@@ -37,9 +37,9 @@ QUERY_TIMEOUT_S = 120
 
 def describe() -> dict[str, Any]:
     """This tree's side of the contract."""
-    from bench.gate.instr_target import OPTIONS
-    from bench.gate.suite import NAME_KEYS
     from bench.suites import default_config
+    from bench.suites.gate import NAME_KEYS
+    from bench.suites.gate.run_instructions import OPTIONS
 
     defaults = json.loads(default_config(suites=("gate",)).to_json())
     return {
@@ -64,7 +64,7 @@ class Base:
     def config_json(self, candidate: Any) -> str:
         """The candidate's RunConfig as the base can read it; DataError (exit 2) naming a key
         whose difference changes what is measured."""
-        from bench.config import ABSENT_MEANS
+        from bench.config.runconfig import ABSENT_MEANS
         from bench.suites import default_config
 
         mine = json.loads(candidate.to_json())
@@ -100,7 +100,7 @@ class Base:
     def name(self, candidate_name: str) -> str:
         """A gated benchmark's name as the base writes it; DataError naming the parameter when
         the base cannot measure what the candidate does."""
-        from bench.names import ADDED_PARAMS, RENAMED_PARAMS, BenchName
+        from bench.base.names import ADDED_PARAMS, RENAMED_PARAMS, BenchName
 
         bench = BenchName.parse(candidate_name)
         keys = self.names.get(bench.kind)

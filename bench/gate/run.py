@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError, one_line
+from bench.base.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError, one_line
+from bench.base.names import BenchName
+from bench.base.storage import ROOT, write_atomic, write_json
 from bench.gate import protocol, wall
 from bench.gate.config import GateConfig
 from bench.gate.git import default_base, snapshot, worktree
 from bench.gate.judge import SCHEMA, Judgement, judge, load_baseline
 from bench.gate.render import error_markdown, render_markdown, render_terminal
-from bench.names import BenchName
-from bench.storage import ROOT, write_atomic, write_json
 
 MODES = ("wall", "instructions")
 
@@ -72,7 +72,7 @@ def _measure_target(
     cfg: GateConfig, mode: str, target: TargetSpec
 ) -> tuple[GateConfig, dict[str, dict[str, list[float]]], dict[str, Any], list[Judgement]]:
     """The revisions measured and judged: (gated config, values, meta, judgements)."""
-    from bench.gate import target as tgt
+    from bench.gate import revisions as tgt
 
     cfg = tgt.target_config(cfg)
     with tempfile.TemporaryDirectory(prefix="reqstate-gate-target-") as tmp:

@@ -31,9 +31,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.base.storage import ROOT
 from bench.gate.git import snapshot
 from bench.stats import median
-from bench.storage import ROOT
 
 _STEP_DEF = '    def step(self) -> None:\n        """One scheduler loop iteration."""\n'  # SchedulerLoop.step
 

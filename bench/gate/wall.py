@@ -12,11 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.config import RunConfig
-from bench.errors import DataError
+from bench.base.errors import DataError
+from bench.base.storage import read_json
+from bench.config.runconfig import RunConfig
 from bench.gate.config import GateConfig
 from bench.gate.protocol import Base
-from bench.storage import read_json
 
 SIDES = ("base", "candidate", "aa")
 
@@ -28,6 +28,7 @@ def progress(msg: str) -> None:
 def worker_config(cfg: GateConfig) -> RunConfig:
     """What the gate's worker suite is run with, on every side."""
     from bench.suites import default_config
+    from bench.suites.gate import STEP
 
     return default_config(
         suites=("gate",),
@@ -41,7 +42,7 @@ def worker_config(cfg: GateConfig) -> RunConfig:
         device="cpu",
         aa_twins=0,  # the gate has its own A/A side
         extra={"gate": {"lookup_ops": list(cfg.lookup_ops), "lookup_live": cfg.lookup_live}},
-    ).with_suite("step", steps_per_value=cfg.steps_per_value)
+    ).with_suite(STEP, steps_per_value=cfg.steps_per_value)
 
 
 def measure(
@@ -49,7 +50,7 @@ def measure(
 ) -> dict[str, dict[str, list[float]]]:
     """Values per side and benchmark, keyed by the candidate's names; value i of every side
     comes from the same round. `bases` says how to speak to each tree (bench.gate.protocol)."""
-    from bench.runner import run_worker
+    from bench.orchestration.runner import run_worker
 
     sides = [s for s in SIDES if s in trees or s == "aa"]
     values: dict[str, dict[str, list[float]]] = {s: {} for s in sides}

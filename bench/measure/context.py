@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.config import RunConfig
-from bench.names import BenchName
-from bench.runformat import SuiteExtras, decode
-from bench.timing import wall_s
+from bench.base.names import BenchName
+from bench.base.timing import wall_s
+from bench.config.runconfig import RunConfig
+from bench.runformat.schema import SuiteExtras, decode
 from strategies import Strategy
 
 if TYPE_CHECKING:
     import torch
 
+    from bench.core.rowpool import RowPool
     from bench.core.scenarios import Scenario
-    from bench.rowpool import RowPool
 
 
 @dataclass
@@ -60,7 +60,7 @@ class SuiteOutput:
             mine = self.benchmarks.setdefault(name, {**entry, "values": [], "warmups": []})
             mine["values"].extend(entry["values"])
             mine["warmups"].extend(entry["warmups"])
-        self.extras.merge(decode(SuiteExtras, data["extra"], source, "child extras"))
+        self.extras.merge(decode(type(self.extras), data["extra"], source, "child extras"))
         self.failures.update(data["failures"])
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,7 +90,7 @@ class WorkerContext:
 
     def make_pool(self, scenario: Scenario) -> RowPool:
         """The scenario's row pool on this worker's device (rows from the scenario)."""
-        from bench.rowpool import RowPool, check_fits, default_shape
+        from bench.core.rowpool import RowPool, check_fits, default_shape
 
         shape = default_shape(
             self.device,
@@ -116,7 +116,7 @@ FAMILY_PHASE = "family:"
 
 
 def family_phase(family: str) -> str:
-    """The phase name of one family's whole measurement in a worker (bench.adaptive predicts a
+    """The phase name of one family's whole measurement in a worker (bench.orchestration.adaptive predicts a
     further round's cost from it)."""
     return FAMILY_PHASE + family
 

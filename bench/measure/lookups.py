@@ -10,10 +10,10 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
+from bench.base.names import BenchName
+from bench.base.timing import time_loop_ns
 from bench.core.workload import RequestSource
 from bench.measure.context import Subject
-from bench.names import BenchName
-from bench.timing import time_loop_ns
 from strategies import Strategy
 from strategies._contract import FIELD_DEFAULTS
 

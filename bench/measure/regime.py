@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.config import STEP_REGIMES as REGIMES
+from bench.config.runconfig import STEP_REGIMES as REGIMES
 
 # The sweep when the last-level cache size cannot be read: 64 MiB (twice the 32 MiB L3 of the
 # 2-core EPYC VM the defaults were measured on).

@@ -12,12 +12,21 @@ from collections.abc import Callable
 from gc import is_tracked as gc_is_tracked
 from typing import Any
 
+from bench.base.gcprobe import (
+    DEFERRED,
+    GcProbe,
+    apply_gc_mode,
+    collect_due,
+    gc_paused,
+    per_item_cost,
+)
+from bench.base.names import BenchName, CaseKey
+from bench.base.timing import StepClock
 from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
 from bench.core.groupsites import blocks, program_of
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
-from bench.gcprobe import DEFERRED, GcProbe, apply_gc_mode, collect_due, gc_paused, per_item_cost
 from bench.measure.context import (
     Subject,
     SuiteOutput,
@@ -27,9 +36,7 @@ from bench.measure.context import (
     phase,
 )
 from bench.measure.regime import CacheSweep, prepare_hook, sweep_bytes
-from bench.names import BenchName, CaseKey
-from bench.runformat import QueueSeries, StepSeries
-from bench.timing import StepClock
+from bench.runformat.schema import QueueSeries, StepSeries
 from strategies import Strategy
 
 
@@ -250,7 +257,7 @@ def measure_cases(
     patterns: tuple[str, ...],
     steps_per_value: int,
     keep_steps: bool,
-    count: bool,
+    count_steps: int,
     gc_mode: str = "enabled",
     regimes: bool = False,
     cold_only: Callable[[Strategy], bool] | None = None,
@@ -259,7 +266,7 @@ def measure_cases(
     """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in rounds of
     `steps_per_value` iterations interleaved iteration by iteration (interleave_steps), then
     closed. Per-step data, queue lengths
-    and (count=True) counted state operations go to out.extras. gc_mode "frozen": everything
+    and (count_steps > 0) state operations counted over that many iterations go to out.extras. gc_mode "frozen": everything
     alive after warm-up is frozen (gc.freeze()) while values are taken. regimes: each case is
     timed in the memory regime its `regime` parameter names (warm without one; a cold case
     measures the strategies cold_only keeps)."""
@@ -306,12 +313,14 @@ def measure_cases(
                     out.extras.steps[str(name)] = rec.kept
                 if rec.keep_queues:
                     out.extras.queues[name.case.text] = rec.queues
-            if count and regime != "cold":  # the same stream, the same counts as warm
+            if count_steps and regime != "cold":  # the same stream, the same counts as warm
                 with phase(out, f"{kind}:count"):
-                    _count(ctx, out, recorders)
+                    _count(ctx, out, recorders, count_steps)
 
 
-def _count(ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, StepRecorder]) -> None:
+def _count(
+    ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, StepRecorder], steps: int
+) -> None:
     """Lookups and creations per iteration: exact, untimed, one counted run per benchmark."""
     for name, rec in recorders.items():
         s = rec.scheduler
@@ -321,7 +330,7 @@ def _count(ctx: WorkerContext, out: SuiteOutput, recorders: dict[BenchName, Step
                 s.scenario,
                 pattern=s.pattern,
                 seed=ctx.config.seed,
-                steps=ctx.config.suite("step").count_steps,
+                steps=steps,
                 requests=ctx.config.requests,
             )
 
@@ -350,8 +359,8 @@ def measure_requests(ctx: WorkerContext, out: SuiteOutput) -> None:
     to build one request (median over repetitions of a batch, collector paused)."""
     import sys
 
-    from bench.runformat import RequestFigures
-    from bench.timing import time_loop_ns
+    from bench.base.timing import time_loop_ns
+    from bench.runformat.schema import RequestFigures
 
     ids = array("q", range(REQUEST_PROMPT_TOKENS))
     for s in ctx.strategies:

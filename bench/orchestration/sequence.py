@@ -1,121 +1,119 @@
-"""The run sequence every command that measures shares: the budget and precision a run is
-measured to (defaults, flags, a --config file's keys), the adaptive round policy, and executing
-the suites with an interruption kept resumable."""
+"""The run sequence every command that measures shares, in order:
+
+    start(config, run_dir, command, targets)   refuse unknown strategies or an unusable device,
+                                               write the manifest
+    resume(run_dir)                            the manifest and configuration of a run to finish
+    execute(run_dir, manifest, config)         the suites, with the adaptive round policy; an
+                                               interruption kept resumable
+    finish(run_dir, ...)                       the run folder loaded once: the self-check, the
+                                               terminal summary and the report from that one
+                                               RunData
+
+The commands (bench/commands/) parse arguments into a configuration and call these; the
+revisions of a --target run are materialized by the command (bench/target/) before start().
+"""
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from bench.cliargs import duration_s, percent
-from bench.config import RunConfig
-from bench.runformat import Manifest
-
-# Adaptive measurement (bench.adaptive), by default: the suites' budget and the precision each
-# family is measured to. The default run's baseline cost per iteration to +-15% in every default
-# scenario within ~6 minutes here (2 cores), the quick run's to +-50% (an interval that excludes
-# zero) within a minute; `--budget off` runs the fixed plan (each suite its `workers`). The
-# budget covers the suites; the selfcheck (~10 s), the report (~12 s) and starting the workers
-# come on top: 300 s of suites made 5m14s with both memory regimes and the 1.08M-object gc heap
-# here (2026-12-01), so 330 s leave ~20 s to spare of 6 minutes.
-BUDGET_DEFAULT = object()
-RUN_BUDGET_S = 330.0
-QUICK_BUDGET_S = 40.0
-RUN_PRECISION_PCT = 15.0
-QUICK_PRECISION_PCT = 50.0
+from bench.base.errors import EXIT_FAILED, DataError, UsageError
+from bench.config.runconfig import RunConfig
+from bench.runformat.schema import MANIFEST, Manifest
 
 
-def budget_changes(args: argparse.Namespace, config_file: str | None = None) -> dict[str, Any]:
-    """budget_s and precision_pct from --budget / --precision, else from the --config file,
-    else the defaults of the set."""
-    from bench.storage import read_json
+def new_run_folder(output_dir: Path) -> Path:
+    """A fresh, empty run folder under output_dir (refused when the disk is nearly full)."""
+    from bench.base.storage import check_free_space, new_run_dir
 
-    given = read_json(Path(config_file)) if config_file else {}
-    given = given if isinstance(given, dict) else {}
-    out: dict[str, Any] = {}
-    budget = getattr(args, "budget", BUDGET_DEFAULT)
-    if budget is not BUDGET_DEFAULT:
-        out["budget_s"] = budget
-    elif "budget_s" not in given:
-        out["budget_s"] = QUICK_BUDGET_S if args.quick else RUN_BUDGET_S
-    precision = getattr(args, "precision", None)
-    if precision is not None:
-        out["precision_pct"] = precision
-    elif "precision_pct" not in given:
-        out["precision_pct"] = QUICK_PRECISION_PCT if args.quick else RUN_PRECISION_PCT
-    return out
+    run_dir = new_run_dir(Path(output_dir))
+    check_free_space(run_dir)
+    return run_dir
 
 
-def add_budget_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--budget",
-        type=duration_s,
-        default=BUDGET_DEFAULT,
-        metavar="DURATION",
-        help=f"wall-clock budget of the suites, e.g. 6m, 90s (default {RUN_BUDGET_S:g} s, "
-        f"--quick {QUICK_BUDGET_S:g} s): after its plan, a suite adds rounds to the families "
-        "short of --precision while its share lasts; off: the fixed plan",
-    )
-    parser.add_argument(
-        "--precision",
-        type=percent,
-        metavar="PCT",
-        help=f"target 95%% CI half-width of each family's reported quantity, in percent of it "
-        f"(default {RUN_PRECISION_PCT:g}, --quick {QUICK_PRECISION_PCT:g})",
-    )
+def check_strategies_and_device(config: RunConfig) -> None:
+    """Refuse unknown strategies, a missing baseline or an unusable device before any work."""
+    from bench.base.timing import resolve_device
+    from bench.core.rowpool import check_fits, default_shape  # torch: only when measuring
+    from strategies import resolve
+
+    chosen = resolve(config.strategies, external=config.external)
+    names = {s.name for s in chosen}
+    if config.baseline not in names:
+        raise UsageError(
+            f"baseline strategy {config.baseline!r} is not among the measured ones "
+            f"({', '.join(sorted(names))}); add it with --strategy or pick --baseline"
+        )
+    try:
+        device = resolve_device(config.device)
+        for scenario, _extra in config.all_cases():
+            shape = default_shape(
+                device,
+                chunked_prefill_size=scenario.chunk_tokens,
+                pool_rows=scenario.pool_rows,
+            )
+            check_fits(shape, device)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def start(
+    config: RunConfig,
+    run_dir: Path,
+    command: str,
+    *,
+    targets: dict[str, dict[str, Any]] | None = None,
+) -> Manifest:
+    """The run's manifest, written, for a configuration validated and checked here."""
+    from bench.orchestration import runner
+
+    check_strategies_and_device(config)
+    manifest = runner.start_run(config, run_dir, command, targets=targets or {})
+    print(f"run folder: {run_dir}", file=sys.stderr)
+    return manifest
+
+
+def resume(run_dir: Path) -> tuple[Manifest, RunConfig]:
+    """The manifest and configuration of a run folder to finish (its strategies and device
+    checked again: the machine may differ)."""
+    from bench import suites
+    from bench.base.storage import check_free_space
+    from bench.orchestration import runner
+
+    manifest = runner.read_manifest(run_dir)
+    try:
+        config = suites.config_from_json(json.dumps(manifest.config))
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{run_dir / MANIFEST}: unusable configuration ({exc})") from None
+    check_strategies_and_device(config)
+    check_free_space(run_dir)
+    return manifest, config
 
 
 def policy_for(run_dir: Path, manifest: Manifest, config: RunConfig) -> Any:
     """The adaptive runner's round policy (with or without a budget: it records each
     family's rounds, precision and why it stopped)."""
-    from bench.adaptive import AdaptivePolicy
+    from bench.orchestration.adaptive import AdaptivePolicy
 
     todo = [s for s in config.suites if not manifest.suites[s].finished]
     spent = sum(r.wall_s or 0.0 for r in manifest.suites.values() if r.finished)
-    meta = manifest.strategies.get(config.baseline)
-    pattern = "as_written" if meta is not None and meta.target else "per_field"
+    pattern = manifest.pattern_of(config.baseline)
     policy = AdaptivePolicy(config, todo, spent_s=spent).with_baseline_pattern(pattern)
     return policy.with_targets(list(manifest.targets))
 
 
-def terminal_text(run_dir: Path, *, verbose: bool = False) -> str:
-    """What a run prints when it ends: the PR section's table and verdict (under 50 lines),
-    or with --verbose every suite's full table."""
-    from bench.report import pr
-    from bench.report.console import render_run
-    from bench.report.load import load_run
-
-    run = load_run(run_dir)
-    if verbose:
-        return render_run(run)
-    tail = [] if run.status == "complete" else [f"status: {run.status}"]
-    tail += [
-        f"run folder: {run_dir}",
-        f"every suite's table: python -m bench show --verbose {run_dir}",
-    ]
-    return pr.terminal(pr.build(run)) + "\n".join(tail)
-
-
-def execute(
-    run_dir: Path,
-    manifest: Manifest,
-    config: RunConfig,
-    *,
-    quiet: bool = False,
-    verbose: bool = False,
-) -> Manifest | int:
-    """Run the suites and print the terminal summary (not when quiet); the final manifest, or
-    the exit status of an interruption (finished suites kept, and how to finish)."""
-    from bench import runner
+def execute(run_dir: Path, manifest: Manifest, config: RunConfig) -> Manifest | int:
+    """Run the suites; the final manifest, or the exit status of an interruption (finished
+    suites kept, and how to finish)."""
+    from bench.orchestration import runner
 
     try:
         policy = policy_for(run_dir, manifest, config)
-        manifest = runner.execute(run_dir, manifest, config, policy)
-        if not quiet:
-            print(terminal_text(run_dir, verbose=verbose))
-        return manifest
+        return runner.execute(run_dir, manifest, config, policy)
     except runner.Interrupted as exc:
         print(
             f"interrupted ({exc}); finished suites kept in {run_dir}; "
@@ -123,3 +121,56 @@ def execute(
             file=sys.stderr,
         )
         return 128 + exc.signum
+
+
+def finish(
+    run_dir: Path,
+    *,
+    selfcheck: bool = True,
+    report: bool = True,
+    verbose: bool = False,
+    quiet: bool = False,
+) -> int:
+    """After the suites: the run folder loaded once; the self-check (where the run measured
+    what it cross-checks), the terminal summary (not when quiet) and the report, all from that
+    one RunData. 0 for a complete run, EXIT_FAILED otherwise (or when the report fails: the
+    measurements are on disk, and the line says how to retry)."""
+    from bench.report import write_report
+    from bench.report.console import terminal
+    from bench.report.load import load_run
+
+    run = load_run(run_dir)
+    if selfcheck:
+        run = _with_selfcheck(run, verbose=verbose)
+    if not quiet:
+        print(terminal(run, verbose=verbose))
+    if report:
+        try:
+            paths = write_report(run)
+        except Exception as exc:  # the measurements are safe on disk: say so, do not bury them
+            print(
+                f"error: the report could not be written ({type(exc).__name__}: {exc}); results "
+                f"are kept in {run_dir}; retry with: python -m bench report {run_dir}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        for path in paths:
+            print(f"report: {path}")
+    return 0 if run.status == "complete" else EXIT_FAILED
+
+
+def _with_selfcheck(run: Any, *, verbose: bool) -> Any:
+    """The run with its self-check (bench.orchestration.selfcheck) written and attached, where
+    the run measured warm get_hit with the request model; a failure here never costs the run."""
+    from bench.orchestration.selfcheck import applies, selfcheck
+
+    if not applies(run):
+        return run
+    print("selfcheck: timing get_hit with plain timeit (~10 s)", file=sys.stderr)
+    try:
+        result = selfcheck(run)
+    except Exception as exc:
+        print(f"selfcheck skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return run
+    print("\n".join(result.lines()) if verbose else result.brief())
+    return dataclasses.replace(run, selfcheck=result)

@@ -2,14 +2,13 @@
 
 stacks.py   py-spy's collapsed stacks, and the strategy-code / call-site / GC shares
 render.py   collapsed stacks -> speedscope JSON and an SVG flamegraph
-run.py      profile_strategies(): py-spy over target.py, one run per strategy
-target.py   the profiled process: one strategy's steady-state scheduler loop
-cli.py      register(): the `python -m bench profile` subcommand
+run.py      profile_strategies(): py-spy over workload.py, one run per strategy
+workload.py the profiled process: one strategy's steady-state scheduler loop
+(the `python -m bench profile` command: bench/commands/profile.py)
 """
 
 from __future__ import annotations
 
-from bench.profiling.cli import register
 from bench.profiling.run import ProfileError, profile_strategies
 from bench.profiling.stacks import ROOT_FUNCTION, compute_shares, parse_collapsed
 
@@ -19,5 +18,4 @@ __all__ = [
     "compute_shares",
     "parse_collapsed",
     "profile_strategies",
-    "register",
 ]

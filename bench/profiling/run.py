@@ -1,4 +1,4 @@
-"""Profile strategies: one py-spy run per strategy over bench.profiling.target's scheduler loop.
+"""Profile strategies: one py-spy run per strategy over bench.profiling.workload's scheduler loop.
 
 Per strategy, py-spy records collapsed stacks once (`--format raw`, kept verbatim as
 `<strategy>.raw.txt`). The flamegraph SVG and the speedscope file are derived from the samples
@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.base.errors import UsageError
+from bench.base.storage import ROOT, write_atomic, write_json
+from bench.base.timing import resolve_device
 from bench.core import scenarios
 from bench.core.callsites import PATTERNS
-from bench.errors import UsageError
 from bench.profiling.render import flamegraph_svg, to_speedscope
 from bench.profiling.stacks import (
     ROOT_FUNCTION,
@@ -34,14 +36,12 @@ from bench.profiling.stacks import (
     parse_collapsed,
     under_root,
 )
-from bench.storage import ROOT, write_atomic, write_json
-from bench.timing import resolve_device
 from strategies import StrategyError, resolve
 
 if TYPE_CHECKING:
     import torch
 
-# The profiled process's last line when it fails (bench.profiling.target prints it).
+# The profiled process's last line when it fails (bench.profiling.workload prints it).
 ERROR_PREFIX = "reqstate-profile-target: error:"
 
 SHARES_FILE = "shares.json"
@@ -117,7 +117,7 @@ def check_request(
     if rate_hz <= 0:
         raise UsageError(f"sampling rate must be a positive number of Hz, got {rate_hz}")
     try:
-        from bench.rowpool import check_fits, default_shape  # torch: only when profiling
+        from bench.core.rowpool import check_fits, default_shape  # torch: only when profiling
 
         dev = resolve_device(settings.device)
         shape = default_shape(
@@ -163,7 +163,7 @@ def _record(
         "--",
         sys.executable,
         "-m",
-        "bench.profiling.target",
+        "bench.profiling.workload",
         "--strategy",
         name,
         "--duration-s",

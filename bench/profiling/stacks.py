@@ -2,7 +2,7 @@
 
 One line per distinct stack, root first, then a space and the sample count:
 
-    main (bench/profiling/target.py:95);reqstate_profile_root (bench/profiling/target.py:47) 12
+    main (bench/profiling/workload.py:95);reqstate_profile_root (bench/profiling/workload.py:47) 12
 
 A Python frame is `name (file:line)`; a native frame (with --native) is `name (library)`, e.g.
 `gc_collect_main (libpython3.11.so.1.0)`. File names may contain spaces and colons (the call
@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-ROOT_FUNCTION = "reqstate_profile_root"  # bench.profiling.target's loop; kept equal by a test
+ROOT_FUNCTION = "reqstate_profile_root"  # bench.profiling.workload's loop; kept equal by a test
 
 CALLSITE_FILE_RE = re.compile(r"^<callsite (?P<site>\w+):(?P<strategy>\w+):(?P<pattern>\w+)>$")
 _STRATEGY_FILE_RE = re.compile(r"(?:^|/)strategies/(?P<module>[A-Za-z_]\w*)\.py$")

@@ -1,12 +1,13 @@
 """The PR-ready report of a run folder, the comparison of two runs, and the terminal table.
 
-    write_report(run_dir)                    -> [report.html, summary.md] (+ plots/ and
-                                                scenarios.json, per-scenario figures, in run_dir)
+    write_report(run)                        -> [report.html, summary.md] (+ plots/ and
+                                                scenarios.json, per-scenario figures, in the
+                                                run folder; run: a loaded RunData or a path)
     write_compare(base_run, head_run, out)   -> [compare.html, compare.md]
-    console.render_table(run_dir)            -> the terminal table a run ends with
+    console.terminal(run)                    -> what a run prints when it ends
 
 All of them only read result files (never measure, never import torch) and raise
-bench.errors.DataError, one line naming the file, for anything missing, truncated or foreign.
+bench.base.errors.DataError, one line naming the file, for anything missing, truncated or foreign.
 Every file is written atomically. Submodules are imported on use: `import bench.report` alone
 is cheap.
 """
@@ -14,20 +15,26 @@ is cheap.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.report.load import RunData
 
 __all__ = ["write_compare", "write_report"]
 
 
-def write_report(run_dir: Path, *, long: bool = False) -> list[Path]:
-    """Write report.html, summary.md and plots/*.png|svg into run_dir; return the first two.
-    long: summary.md in its long form (every headline metric, ranking and sentence)."""
+def write_report(run: RunData | Path | str, *, long: bool = False) -> list[Path]:
+    """Write report.html, summary.md and plots/*.png|svg into the run folder (a loaded run, or
+    its path); return the first two. long: summary.md in its long form (every headline metric,
+    ranking and sentence)."""
+    from bench.base.storage import write_atomic, write_json
     from bench.report import html, markdown, plots, verdict, views
     from bench.report.headline import headline
-    from bench.report.load import load_run
-    from bench.storage import write_atomic, write_json
+    from bench.report.load import RunData, load_run
 
-    run_dir = Path(run_dir)
-    run = load_run(run_dir)
+    if not isinstance(run, RunData):
+        run = load_run(Path(run))
+    run_dir = run.path
     figures = plots.make_plots(run)
     metrics = headline(run)
     judged = verdict.compute(run)
@@ -49,9 +56,9 @@ def write_compare(
     """Write compare.html and compare.md (head against base) into out_dir; return them.
     bench.report.comparable.NotComparable (one line) when the runs measured different things
     and not force."""
+    from bench.base.storage import write_atomic
     from bench.report import comparable, compare
     from bench.report.load import load_run
-    from bench.storage import write_atomic
 
     base, head = load_run(Path(base_run)), load_run(Path(head_run))
     differences = comparable.check(base, head, force=force)

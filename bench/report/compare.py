@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench import stats
-from bench.names import BenchName
+from bench.base.names import BenchName
 from bench.report.comparable import machine_differences
 from bench.report.load import RunData
 from bench.report.markdown import md_table
 from bench.report.markup import Html, join, num, page, pre, section, table, tag, td
 from bench.report.text import esc_md, fmt, fmt_p, fmt_ratio, md_code, md_code_block
+from bench.stats.cases import REFERENCE
 from bench.stats.classify import Classification, classify
 from bench.stats.derive import noise_family
-from bench.stats.scenarios import REFERENCE
 
 # Measured before anchoring (ratio of each run's medians, the in-run A/A floor): two quick
 # runs of identical code back to back flagged 29 of 290 benchmarks, 28 "slower": the machine

@@ -1,5 +1,6 @@
-"""The terminal table at the end of a run: medians, IQR, ratio vs baseline with 95% CI, verdict,
-then each suite's own lines (its spec's `terminal_extra`). Reads the run folder like the report."""
+"""What the terminal shows of a run: by default the PR section (bench.report.pr) in plain text;
+verbose, every suite's table (medians, IQR, ratio vs baseline with 95% CI, verdict, then the
+suite's own lines: its view's `terminal_extra`). Reads a loaded run folder like the report."""
 
 from __future__ import annotations
 
@@ -77,3 +78,18 @@ def render_run(run: RunData) -> str:
 
 def render_table(run_dir: Path) -> str:
     return render_run(load_run(run_dir))
+
+
+def terminal(run: RunData, *, verbose: bool = False) -> str:
+    """What a run prints when it ends: the PR section's table and verdict (under 50 lines),
+    or with verbose every suite's full table."""
+    from bench.report import pr
+
+    if verbose:
+        return render_run(run)
+    tail = [] if run.status == "complete" else [f"status: {run.status}"]
+    tail += [
+        f"run folder: {run.path}",
+        f"every suite's table: python -m bench show --verbose {run.path}",
+    ]
+    return pr.terminal(pr.build(run)) + "\n".join(tail)

@@ -18,7 +18,7 @@ from bench.report.profile import profile_section
 from bench.report.text import TIMES, esc_html, fmt, fmt_ci, fmt_p, fmt_ratio
 from bench.report.verdict import Entry, Family, Verdict, axis_values, describe_family
 from bench.report.views import cross_suite
-from bench.runformat import StrategyMeta
+from bench.runformat.schema import StrategyMeta
 from bench.stats.derive import Summary
 
 
@@ -387,7 +387,7 @@ def reproduce_section(run: RunData) -> Html:
 
 
 def selfcheck_section(run: RunData) -> Html | None:
-    """The plain-timeit cross-check of the lookup suite's warm get_hit (bench/selfcheck.py)."""
+    """The plain-timeit cross-check of the lookup suite's warm get_hit (bench/orchestration/selfcheck.py)."""
     check = run.selfcheck
     if check is None:
         return None

@@ -1,7 +1,7 @@
 """Read a run folder into typed, validated data, deriving every statistic as it is read.
 
-Everything goes through bench.storage.read_json / bench.pyperf_io.load_pyperf and the typed
-extras of bench.runformat. A file the manifest names that is missing, truncated, not JSON, or
+Everything goes through bench.base.storage.read_json / bench.runformat.pyperf_io.load_pyperf and the typed
+extras of bench.runformat.schema. A file the manifest names that is missing, truncated, not JSON, or
 not what this harness writes raises DataError with one line naming the file and the problem; a
 suite that was never run (or was interrupted) is kept with its status and no data, so the report
 still renders and says so. Summaries, ratios, percentiles and GC rates are computed here (by
@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import suites
-from bench.config import RunConfig
-from bench.errors import DataError
-from bench.names import BenchName, twin_of
-from bench.pyperf_io import gc_modes_of, load_pyperf, runs_of, workers_of
-from bench.runformat import (
+from bench.base.errors import DataError
+from bench.base.names import BenchName, twin_of
+from bench.base.storage import read_json
+from bench.config.runconfig import RunConfig
+from bench.runformat.pyperf_io import gc_modes_of, load_pyperf, runs_of, workers_of
+from bench.runformat.schema import (
     MANIFEST,
     SELFCHECK_FILE,
     Environment,
@@ -35,6 +36,7 @@ from bench.runformat import (
     SuiteRecord,
     read_extra_file,
 )
+from bench.stats.cases import step_round_values
 from bench.stats.derive import (
     GcRates,
     StepPercentiles,
@@ -45,8 +47,6 @@ from bench.stats.derive import (
     summarize,
 )
 from bench.stats.rounds import Rounds
-from bench.stats.scenarios import step_round_values
-from bench.storage import read_json
 from bench.suites.spec import SuiteSpec
 
 PROFILE_SHARES = Path("profile") / "shares.json"
@@ -91,13 +91,15 @@ class SuiteData:
 
     @functools.cached_property
     def net_rounds(self) -> Rounds:
-        """The rounds costs net of control are taken from: the step suite's without the
-        iterations a collection ran in (bench.stats.scenarios.step_round_values)."""
-        opts = self.config.options.get("step")
+        """The rounds costs net of control are taken from: the suite's own without the
+        iterations a collection ran in (bench.stats.cases.step_round_values), for a suite that
+        keeps per-iteration series of `steps_per_value` iterations a value."""
+        opts = self.config.options.get(self.name)
         steps = getattr(opts, "steps_per_value", 0)
         if not steps:
             return self.rounds
-        return step_round_values(self.rounds, self.extras.steps, steps)
+        kind = self.spec.kind if self.spec is not None else self.name
+        return step_round_values(self.rounds, self.extras.steps, steps, kind)
 
     @functools.cached_property
     def summaries(self) -> list[Summary]:
@@ -186,8 +188,7 @@ class RunData:
     def pattern_of(self, strategy: str) -> str:
         """The access pattern a strategy's headline figures use: as written for a revision, the
         PR's per_field for the built-in strategies (an A/A twin follows its original)."""
-        original = twin_of(strategy) or strategy
-        return "as_written" if self.is_target(original) else "per_field"
+        return self.manifest.pattern_of(strategy)
 
     @property
     def targets(self) -> dict[str, dict[str, Any]]:
@@ -277,14 +278,14 @@ def load_suite(run_dir: Path, name: str, st: SuiteRecord, config: RunConfig) -> 
     manifest_path = run_dir / MANIFEST
     files = st.files
     spec = next((s for s in suites.specs() if s.name == name), None)
-    extras = SuiteExtras()
+    extras = spec.extras() if spec is not None else SuiteExtras()
     runs: dict[str, list[list[float]]] = {}
     units: dict[str, str] = {}
     modes: dict[str, str] = {}
     workers: dict[str, list[int]] = {}
     if "extra" in files:
         path = _inside(run_dir, files["extra"], manifest_path, f"suites.{name}.files.extra")
-        extras = read_extra_file(read_json(path), name, path)
+        extras = read_extra_file(read_json(path), name, path, type(extras))
     if "pyperf" in files:
         path = _inside(run_dir, files["pyperf"], manifest_path, f"suites.{name}.files.pyperf")
         runs, units, modes, workers = _pyperf_runs(path)

@@ -21,9 +21,9 @@ from matplotlib import ticker
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from bench.base.storage import write_atomic
 from bench.report import viewspec
 from bench.report.load import RunData
-from bench.storage import write_atomic
 
 # Okabe & Ito (2008), without black, which is kept for the baseline.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.report.load import RunData
-from bench.report.scenarios.model import cases
+from bench.report.scenarios.model import STEPS, cases
 from bench.report.scenarios.prose import _difference, headline_cases, pct
+from bench.stats.cases import REVIEW, Case, Cost
 from bench.stats.derive import NetCost
-from bench.stats.scenarios import REVIEW, Case, Cost
 
 SAME = "¹"  # marks a difference whose interval includes zero
 FOOTNOTE = f"{SAME} the interval includes zero: no difference can be claimed."
@@ -72,7 +72,7 @@ class PrSummary:
 
 
 def _processes(run: RunData) -> str:
-    data = run.suite("step")
+    data = run.suite(STEPS)
     if data is None or not data.families:
         return ""
     rounds = sorted({f.rounds for f in data.families.values()})
@@ -85,7 +85,7 @@ def _processes(run: RunData) -> str:
 def protocol_line(run: RunData) -> str:
     env = run.environment
     device = "GPU " + (env.device_name or env.device) if env.device == "cuda" else "CPU"
-    step = run.config.suite("step")
+    step = run.config.suite(STEPS)
     parts = [
         f"{device}: {env.cpu} ({env.cpu_count or '?'} cores)",
         f"Python {env.python}",
@@ -93,7 +93,7 @@ def protocol_line(run: RunData) -> str:
         f"commit {env.git_commit}",
         f"requests: {env.request_class or run.config.request_model}",
     ]
-    if "step" in run.config.suites:
+    if STEPS in run.config.suites:
         procs = _processes(run)
         parts.append(
             (procs + ", " if procs else "")
@@ -327,9 +327,12 @@ def failures(run: RunData) -> list[str]:
     failed (the details: report.html's failures section)."""
     out = []
     for name, d in run.suites.items():
-        errors = len(d.failures) + len(d.worker_errors)
-        if errors or d.status not in ("done",):
-            out.append(f"{name} ({d.status}" + (f", {errors} error(s))" if errors else ")"))
+        if not d.failures and not d.worker_errors and d.status == "done":
+            continue
+        parts = [", ".join(sorted(d.failures)) + " failed"] if d.failures else []
+        if d.worker_errors:
+            parts.append(f"{len(d.worker_errors)} worker error(s)")
+        out.append(f"{name} ({d.status}" + (f": {'; '.join(parts)})" if parts else ")"))
     return out
 
 

@@ -1,4 +1,4 @@
-"""How precisely each family of an adaptive run was measured (bench.adaptive): the rounds it
+"""How precisely each family of an adaptive run was measured (bench.orchestration.adaptive): the rounds it
 got, the 95% CI half-width its reported quantity reached, and why measuring stopped; as terminal
 lines, an HTML table and one markdown sentence."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bench.report.load import RunData, SuiteData
 from bench.report.markup import Html, num, table, tag
-from bench.runformat import FamilyRecord
+from bench.runformat.schema import FamilyRecord
 
 STOP_WORDS = {
     "precision": "reached the target",

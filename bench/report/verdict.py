@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
-from bench.names import twin_of
+from bench.base.names import twin_of
 from bench.report import viewspec
 from bench.report.load import RunData
 from bench.report.model import Change, Entry, Family, Ranking, Verdict

@@ -35,22 +35,45 @@ class Classification:
         return self.verdict in ("faster", "slower")
 
 
+def beyond(change: float, bound: float, *, significant: bool) -> str:
+    """The rule's core, on a signed change (positive: slower) against a bound in the same
+    units: "slower" / "faster" only when significant and |change| exceeds the bound, else
+    "same". classify() applies it to a ratio and the family's noise floor; the regression gate
+    (bench/gate/judge.py) to a percent change and max(threshold, A/A noise), or to seconds per
+    iteration and a bound in those units, its words being GATE_WORDS."""
+    if significant and change > bound:
+        return "slower"
+    if significant and -change > bound:
+        return "faster"
+    return "same"
+
+
+# The gate's words for the rule's verdicts.
+GATE_WORDS = {"slower": "regression", "faster": "improvement", "same": "pass"}
+
+
+def gate_verdict(change: float, bound: float, *, significant: bool) -> str:
+    """The gate's verdict: pass | regression | improvement."""
+    return GATE_WORDS[beyond(change, bound, significant=significant)]
+
+
 def classify(
     ratio: float, ci_low: float, ci_high: float, *, noise_floor: float | None
 ) -> Classification:
     """The rule. noise_floor: the family's A/A deviation |twin/baseline - 1| (None: no twin)."""
     floor = max(MIN_EFFECT, noise_floor or 0.0)
     effect = abs(ratio - 1.0)
-    if ci_low <= 1.0 <= ci_high:
+    significant = not ci_low <= 1.0 <= ci_high
+    word = beyond(ratio - 1.0, floor, significant=significant)
+    if not significant:
         return Classification("same", "the 95% CI includes 1")
-    if effect <= floor:
+    if word == "same":
         source = f"A/A twin {noise_floor:.1%}" if noise_floor is not None else "no twin measured"
         return Classification(
             "same",
             f"significant but {effect:.1%} is within the noise floor {floor:.1%} "
             f"({source}; minimum {MIN_EFFECT:.0%})",
         )
-    word = "slower" if ratio > 1.0 else "faster"
     return Classification(
         word, f"CI excludes 1 and {effect:.1%} exceeds the noise floor {floor:.1%}"
     )

@@ -8,8 +8,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.names import BenchName, twin_of
-from bench.runformat import GcCounts, StepSeries
+from bench.base.names import BenchName, twin_of
+from bench.runformat.schema import GcCounts, StepSeries
 from bench.stats import robust
 from bench.stats.classify import classify, legacy_classify
 from bench.stats.rounds import Rounds

@@ -1,7 +1,7 @@
 """Values by worker process, for pairing: value i of two benchmarks pairs only when both come
 from the same worker process (the same round of its interleaving).
 
-Under a budget, further rounds measure a subset of a suite's benchmarks (bench.adaptive), so two
+Under a budget, further rounds measure a subset of a suite's benchmarks (bench.orchestration.adaptive), so two
 benchmarks need not have been measured by the same processes: a pairing by position over all
 their values would pair rounds of different processes. Every comparison that pairs therefore
 asks for the benchmarks' values over the workers they share.

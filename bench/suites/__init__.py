@@ -1,5 +1,5 @@
-"""The suites: every package here is one (bench/suites/spec.py says what it declares), plus the
-gate's worker suite (bench.gate.suite, a single module), which `--suite` does not offer.
+"""The suites: every package here is one (bench/suites/spec.py says what it declares); the
+gate's worker suite (bench/suites/gate/) is one too, which `--suite` does not offer.
 
     specs()              every suite, in run/report order
     public_names()       what `python -m bench run --suite` accepts
@@ -21,19 +21,16 @@ import pkgutil
 from dataclasses import replace
 from typing import Any
 
-from bench.config import RunConfig, SuiteOptions
-from bench.errors import UsageError
+from bench.base.errors import UsageError
+from bench.config.runconfig import RunConfig, SuiteOptions
 from bench.suites.spec import SuiteSpec
-
-# Suites that live with the subsystem they serve rather than in this folder.
-_ELSEWHERE = ("bench.gate.suite",)
 
 
 @functools.cache
 def specs() -> tuple[SuiteSpec, ...]:
     found: dict[str, SuiteSpec] = {}
     packages = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if m.ispkg]
-    for module_name in [*packages, *_ELSEWHERE]:
+    for module_name in packages:
         spec = SuiteSpec.from_package(importlib.import_module(module_name))
         if spec.name in found:
             raise TypeError(f"two suites named {spec.name!r}")

@@ -3,10 +3,15 @@
     __init__.py   the declaration, imported by both halves and the registry:
                     NAME, ORDER, KIND     required: identity, position, the benchmark kind
                     PUBLIC, PAIRED        optional: --suite offers it; strategies share rounds
-                    ADAPTIVE              optional: a bench.config.Adaptive; under --budget the
+                    ADAPTIVE              optional: a bench.config.runconfig.Adaptive; under --budget the
                                           runner adds rounds to families short of --precision
                     BUDGET_SHARE          optional: its weight in the run's budget (default 1)
-                    Options               optional: its options (a bench.config.SuiteOptions)
+                    FLAGS                 optional: its own `bench run` flags, each a
+                                          bench.config.cliargs.SuiteFlag setting an option
+                    EXTRAS                optional: the type of its raw extras, a subclass of
+                                          bench.runformat.schema.SuiteExtras with its own
+                                          fields (with merging() metadata)
+                    Options               optional: its options (a bench.config.runconfig.SuiteOptions)
                     SHARED                optional: names of further constants both halves use
     run.py        the measuring half, imported by workers only:
                     run(ctx) -> SuiteOutput   required
@@ -25,14 +30,23 @@ trap: a misspelt FIGURE would otherwise be silently ignored).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from bench.config import Adaptive, RunConfig, SuiteOptions
-from bench.declared import unknown_name
+from bench.base.spelling import unknown_name
+from bench.config.cliargs import SuiteFlag
+from bench.config.runconfig import Adaptive, RunConfig, SuiteOptions
+from bench.runformat.schema import SuiteExtras
+
+
+def _has(module: str) -> bool:
+    """Whether a suite's package holds the module (the gate's suite has no reading half)."""
+    return importlib.util.find_spec(module) is not None
 
 
 class SuiteDeclarationError(TypeError):
@@ -66,6 +80,8 @@ DECLARATION_NAMES = {
     "SHARED",
     "ADAPTIVE",
     "BUDGET_SHARE",
+    "FLAGS",
+    "EXTRAS",
 }
 
 
@@ -97,6 +113,9 @@ class SuiteSpec:
     noise_keys: dict[str, tuple[str, ...]] | None = None
     adaptive: Adaptive | None = None  # further rounds under a budget (None: its plan only)
     budget_share: float = 1.0  # its weight in the run's budget
+    flags: tuple[SuiteFlag, ...] = ()  # its own `bench run` flags (bench.config.cliargs)
+    # the type of its raw extras (<suite>.extra.json): the shared records, or its own subclass
+    extras: type[SuiteExtras] = SuiteExtras
 
     @classmethod
     def from_package(cls, module: ModuleType, *, run_module: str | None = None) -> SuiteSpec:
@@ -113,7 +132,9 @@ class SuiteSpec:
         if options is not None and not (
             isinstance(options, type) and issubclass(options, SuiteOptions)
         ):
-            raise SuiteDeclarationError(f"{where}: Options must subclass bench.config.SuiteOptions")
+            raise SuiteDeclarationError(
+                f"{where}: Options must subclass bench.config.runconfig.SuiteOptions"
+            )
         if options is not None and options.SUITE != module.NAME:
             raise SuiteDeclarationError(f"{where}: Options.SUITE must be {module.NAME!r}")
         adaptive = getattr(module, "ADAPTIVE", None)
@@ -121,8 +142,21 @@ class SuiteSpec:
             isinstance(adaptive, Adaptive) and adaptive.quantity in Adaptive.QUANTITIES
         ):
             raise SuiteDeclarationError(
-                f"{where}: ADAPTIVE must be a bench.config.Adaptive with quantity one of "
+                f"{where}: ADAPTIVE must be a bench.config.runconfig.Adaptive with quantity one of "
                 f"{', '.join(Adaptive.QUANTITIES)}"
+            )
+        flags = tuple(getattr(module, "FLAGS", ()))
+        names = {f.name for f in dataclasses.fields(options)} if options is not None else set()
+        for flag in flags:
+            if not isinstance(flag, SuiteFlag) or flag.field not in names:
+                raise SuiteDeclarationError(
+                    f"{where}: FLAGS holds bench.config.cliargs.SuiteFlag, each setting a field "
+                    f"of its Options (got {flag!r})"
+                )
+        extras = getattr(module, "EXTRAS", SuiteExtras)
+        if not (isinstance(extras, type) and issubclass(extras, SuiteExtras)):
+            raise SuiteDeclarationError(
+                f"{where}: EXTRAS must subclass bench.runformat.schema.SuiteExtras"
             )
         is_package = hasattr(module, "__path__")
         return cls(
@@ -131,13 +165,15 @@ class SuiteSpec:
             kind=module.KIND,
             package=where,
             run_module=run_module or (f"{where}.run" if is_package else where),
-            view_module=f"{where}.view" if is_package else None,
+            view_module=f"{where}.view" if is_package and _has(f"{where}.view") else None,
             options=options,
             public=getattr(module, "PUBLIC", True),
             paired=getattr(module, "PAIRED", True),
             noise_keys=getattr(module, "NOISE_KEYS", None),
             adaptive=adaptive,
             budget_share=float(getattr(module, "BUDGET_SHARE", 1.0)),
+            flags=flags,
+            extras=extras,
         )
 
     # -- the measuring half ------------------------------------------------------------------

@@ -17,12 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bench.errors import UsageError
+from bench.base.errors import UsageError
 from bench.target.groups import Group, Revision
 from bench.target.homes import CANDIDATES, WORDS, current_home, write_home
 
 # A home's strategy NAME: the group's stem, then the home.
 _MAX_STEM = 18
+
+# The suite advise runs and reads: the step suite (each home's cost per scheduler iteration).
+READS = "step"
 
 
 def _stem(group: Group) -> str:
@@ -141,25 +144,25 @@ def ranked_table(run_dir: Path, candidates: list[Candidate]) -> str:
 
 
 def advise(args: Any) -> int:
-    from bench import runner, suites
-    from bench.orchestration.sequence import budget_changes, execute
-    from bench.storage import DEFAULT_REPORTS_DIR, check_free_space, new_run_dir
+    from bench import suites
+    from bench.base.storage import DEFAULT_REPORTS_DIR
+    from bench.config.budget import budget_changes
+    from bench.orchestration.sequence import execute, finish, new_run_folder, start
     from bench.target.groups import read_groups
     from bench.target.select import group_by_name
     from bench.target.tree import SourceTree
 
     rev = read_groups(SourceTree.open(args.spec))
     group = group_by_name(rev, args.group)
-    run_dir = new_run_dir(Path(args.output_dir or DEFAULT_REPORTS_DIR))
-    check_free_space(run_dir)
+    run_dir = new_run_folder(Path(args.output_dir or DEFAULT_REPORTS_DIR))
     candidates = write_candidates(rev, group, run_dir / "targets")
     current = candidates[0]
     config = suites.default_config()
     if args.quick:
         config = config.quick()
-    config = config.with_suite("step", time_requests=True)
+    config = config.with_suite(READS, time_requests=True)
     changes: dict[str, Any] = {
-        "suites": ("step",),
+        "suites": (READS,),
         "strategies": (*(c.name for c in candidates), "control"),
         "external": tuple(str(c.path) for c in candidates),
         "baseline": current.name,
@@ -176,19 +179,14 @@ def advise(args: Any) -> int:
         raise UsageError(str(exc)) from None
     command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
     targets = {c.name: c.meta for c in candidates}
-    manifest = runner.start_run(config, run_dir, command, targets=targets)
-    print(f"run folder: {run_dir}", file=sys.stderr)
+    manifest = start(config, run_dir, command, targets=targets)
     print(
         f"advise: {group.name} ({len(group.fields)} fields) at {rev.tree.label}, now "
         f"{group.home.describe()}; {len(candidates)} homes",
         file=sys.stderr,
     )
-    finished = execute(run_dir, manifest, config, quiet=True)
+    finished = execute(run_dir, manifest, config)
     if isinstance(finished, int):
         return finished
     print(ranked_table(run_dir, candidates))
-    from bench.report import write_report
-
-    for path in write_report(run_dir):
-        print(f"report: {path}")
-    return 0 if finished.status == "complete" else 1
+    return finish(run_dir, selfcheck=False, quiet=True)

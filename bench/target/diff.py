@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.errors import UsageError
+from bench.base.errors import UsageError
 from bench.target.groups import Group, Home, Revision
 
 # A prefix explains a move when at least this share of the group's fields carry it.

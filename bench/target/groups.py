@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from bench.base.errors import UsageError
 from bench.core.holders import Holder, call_name
 from bench.core.reqmodel import Attr, RequestModel
-from bench.errors import UsageError
 from bench.target.home import (
     MIN_FIELDS,
     _classify_getter,

@@ -22,8 +22,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.base.errors import UsageError
 from bench.core.reqmodel import RequestModel
-from bench.errors import UsageError
 from bench.target.tree import SourceTree, skip_file
 from strategies._contract import FIELDS
 

@@ -25,11 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench.base.storage import write_atomic, write_json
 from bench.core.groupsites import GroupProgram
 from bench.core.holders import Holder
 from bench.core.reqmodel import Attr, RequestModel
-from bench.storage import write_atomic, write_json
 from bench.target.groups import Group, GroupField
+from bench.target.template import ending, functions, get_is_req, lazy_get
 
 CANDIDATES: tuple[str, ...] = (
     "inline",
@@ -196,24 +197,9 @@ def module_source(
     body: list[str] = []
     if home == "inline":
         home_meta["reach"] = "req"
-        body = [
-            "def get(req):",
-            "    return req  # the fields are the request's own",
-            "",
-            "",
-            "peek = get",
-            "",
-            "",
-            *_reset("req", group),
-            "",
-            "",
-            "def release(req):",
-            "    pass",
-            "",
-            "",
-            "def live_states():",
-            "    return 0",
-        ]
+        body = functions(
+            get_is_req("  # the fields are the request's own"), _reset("req", group), ending("pass")
+        )
     elif home in ("lazy_scalar", "declared_scalar"):
         (f,) = group.fields
         home_meta["reach"] = "req"
@@ -221,45 +207,19 @@ def module_source(
             home_meta["lazy_defaults"] = {f.name: f.default_expr}
         else:
             extra["REQUEST_CLASS_FIELDS"] = {f.name: None}
-        body = [
-            "def get(req):",
-            "    return req",
-            "",
-            "",
-            "peek = get",
-            "",
-            "",
-            "def reset(req):",
-            f"    req.{f.name} = {f.default_expr}",
-            "",
-            "",
-            "def release(req):",
-            "    pass",
-            "",
-            "",
-            "def live_states():",
-            "    return 0",
-        ]
+        body = functions(
+            get_is_req(),
+            ["def reset(req):", f"    req.{f.name} = {f.default_expr}"],
+            ending("pass"),
+        )
     elif home in ("slots", "dict"):
         home_meta["reach"] = f"req.{attr}"
-        body = [
-            "def get(req):",
-            f"    return req.{attr}",
-            "",
-            "",
-            "peek = get",
-            "",
-            "",
-            *_reset(f"req.{attr}", group),
-            "",
-            "",
-            "def release(req):",
-            "    pass  # the container goes with the request",
-            "",
-            "",
-            "def live_states():",
-            "    return 0",
-        ]
+        body = functions(
+            ["def get(req):", f"    return req.{attr}"],
+            ["peek = get"],
+            _reset(f"req.{attr}", group),
+            ending("pass  # the container goes with the request"),
+        )
     elif home in ("slots_lazy", "dict_lazy", "lazy_attr", "declared"):
         read = f"getattr(req, {attr!r}, None)" if home == "lazy_attr" else f"req.{attr}"
         home_meta["reach"] = f"({read} or get(req))"
@@ -269,27 +229,13 @@ def module_source(
             *_state_class(group, slots=home != "dict_lazy"),
             "",
             "",
-            "def get(req):",
-            f"    s = {read}",
-            "    if s is None:",
-            "        s = _State()",
-            f"        req.{attr} = s",
-            "    return s",
-            "",
-            "",
-            "def peek(req):",
-            f"    return {read}",
+            *lazy_get(read, attr, "_State"),
             "",
             "",
             *_reset("get(req)", group),
             "",
             "",
-            "def release(req):",
-            f"    req.{attr} = None",
-            "",
-            "",
-            "def live_states():",
-            "    return 0",
+            *ending(f"req.{attr} = None"),
         ]
     else:  # side tables
         weak = home in ("weak_table", "weak_kept")
@@ -320,12 +266,7 @@ def module_source(
             *_reset("get(req)", group),
             "",
             "",
-            "def release(req):",
-            f"    _table.pop({key}, None)",
-            "",
-            "",
-            "def live_states():",
-            "    return len(_table)",
+            *ending(f"_table.pop({key}, None)", "len(_table)"),
         ]
     values = {
         "NAME": name,

@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from bench.base.errors import UsageError
 from bench.core import reqmodel
 from bench.core.callsites import MODELLED_FROM, MODELLED_SITES, written_accesses
 from bench.core.reqmodel import RequestModel
-from bench.errors import UsageError
 from bench.target.home import StateHome, find_home
 from bench.target.sites import ForwardScan, FunctionSites, forward_scan, read_sites
 from bench.target.tree import SourceTree, skip_file

@@ -24,12 +24,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench.base.errors import UsageError
+from bench.base.storage import write_atomic, write_json
 from bench.core.reqmodel import Attr, RequestModel
-from bench.errors import UsageError
-from bench.storage import write_atomic, write_json
 from bench.target.accesses import read_accesses
 from bench.target.groups import Group, Revision
 from bench.target.inspection import Inspection, inspect_tree
+from bench.target.template import ending, functions, get_is_req, lazy_get
 from bench.target.tree import SourceTree
 from strategies._contract import FIELD_DEFAULTS, FIELDS
 
@@ -107,6 +108,19 @@ def _lines(*chunks: str) -> str:
     return "\n".join(chunks) + "\n"
 
 
+def _update_reset(ins: Any) -> list[str]:
+    """update() and reset() of a module whose get(req) returns the state object, then the
+    blank lines before what follows."""
+    return [
+        *functions(
+            ["def update(req, **fields):", "    set_fields(get(req), fields)"],
+            ["def reset(req):", *_reset_body(ins, "get(req)")],
+        ),
+        "",
+        "",
+    ]
+
+
 def _reset_body(ins: Inspection, state: str) -> list[str]:
     """reset(): the ten writes of the revision's clear function, in its pattern."""
     per_field = ins.profile.site_patterns.get("clear_state") == "per_field"
@@ -150,11 +164,7 @@ def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
             _common(ins, name, description, {"RELEASE_KEEPS_STATE": False, "TARGET": target}),
             "",
             "",
-            "def get(req):",
-            "    return req  # the fields are the request's own attributes",
-            "",
-            "",
-            "peek = get",
+            *get_is_req("  # the fields are the request's own attributes"),
             "",
             "",
             "def update(req, **fields):",
@@ -167,12 +177,7 @@ def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
             *_reset_body(ins, "req"),
             "",
             "",
-            "def release(req):",
-            "    pass  # the fields go with the request",
-            "",
-            "",
-            "def live_states():",
-            "    return 0",
+            *ending("pass  # the fields go with the request"),
         ]
         return _lines(*head, *body)
     if home.layout == "side_table":
@@ -212,22 +217,13 @@ def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
             "    return _table.get(req)",
             "",
             "",
-            "def update(req, **fields):",
-            "    set_fields(get(req), fields)",
-            "",
-            "",
-            "def reset(req):",
-            *_reset_body(ins, "get(req)"),
-            "",
-            "",
-            "def release(req):",
-            f"    _state.{removal}(req)"
-            if removal
-            else "    pass  # no removal at this revision: entries go with the request",
-            "",
-            "",
-            "def live_states():",
-            "    return len(_table)",
+            *_update_reset(ins),
+            *ending(
+                f"_state.{removal}(req)"
+                if removal
+                else "pass  # no removal at this revision: entries go with the request",
+                "len(_table)",
+            ),
         ]
         return _lines(*head, *body)
     attr = home.attribute
@@ -243,32 +239,17 @@ def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
         "",
         _state_class_source(ins),
         "",
-        f"def get(req):  # {home.getter} at {t.short}",
-        f"    state = {read}",
-        "    if state is None:",
-        f"        state = {home.state_class or 'PDHiddenReqState'}()",
-        f"        req.{attr} = state",
-        "    return state",
+        *lazy_get(
+            read,
+            attr,
+            home.state_class or "PDHiddenReqState",
+            var="state",
+            note=f"  # {home.getter} at {t.short}",
+        ),
         "",
         "",
-        "def peek(req):",
-        f"    return {read}",
-        "",
-        "",
-        "def update(req, **fields):",
-        "    set_fields(get(req), fields)",
-        "",
-        "",
-        "def reset(req):",
-        *_reset_body(ins, "get(req)"),
-        "",
-        "",
-        "def release(req):",
-        f"    req.{attr} = None",
-        "",
-        "",
-        "def live_states():",
-        "    return 0",
+        *_update_reset(ins),
+        *ending(f"req.{attr} = None"),
     ]
     return _lines(*head, *body)
 

@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.base.errors import UsageError
+from bench.base.gcprobe import Footprint
 from bench.core import scenarios
 from bench.core.groupsites import per_iteration
-from bench.errors import UsageError
-from bench.gcprobe import Footprint
 from bench.target.accesses import FunctionAccesses, read_accesses
 from bench.target.diff import Move, describe_moves, find_moves
 from bench.target.groups import Group, Revision, model_with_holders, read_groups
@@ -40,9 +40,9 @@ def req_classes(rev: Revision) -> set[str]:
 
 def construction(rev: Revision) -> Footprint:
     """Building one of the revision's requests here (tensors as torch-free stand-ins)."""
+    from bench.base.gcprobe import footprint
+    from bench.base.storage import write_json
     from bench.core.workload import make_request_class
-    from bench.gcprobe import footprint
-    from bench.storage import write_json
 
     model = model_with_holders(rev)
     with tempfile.TemporaryDirectory(prefix="reqstate-diff-") as tmp:
@@ -221,8 +221,8 @@ def diff_report(base_spec: str, head_spec: str, *, group: str | None = None) -> 
 
 def requests_of(target_path: Path) -> Footprint:
     """Building one request of a materialized target (its REQUEST_MODEL table) here."""
+    from bench.base.gcprobe import footprint
     from bench.core.workload import make_request_class
-    from bench.gcprobe import footprint
 
     cls = make_request_class(model=str(target_path.with_suffix(".reqmodel.json")))
     ids = array("q", range(PROMPT_TOKENS))
@@ -234,9 +234,9 @@ def group_summary(
 ) -> dict[str, Any]:
     """What the gate says about a state group's change besides its timings: each side's home,
     the request each builds (measured here), and per scenario where the change lies (static
-    attribute loads and lookups per iteration by function, bench.stats.scenarios)."""
+    attribute loads and lookups per iteration by function, bench.stats.cases)."""
     from bench.core.counting import event_means
-    from bench.stats.scenarios import change_sources
+    from bench.stats.cases import change_sources
 
     where = {}
     for name in scenario_names:

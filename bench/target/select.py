@@ -13,9 +13,10 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
-from bench.errors import UsageError
+from bench.base.errors import UsageError
 from bench.target.diff import Move, find_moves
 from bench.target.groups import Group, GroupNotFound, Revision, read_groups
 from bench.target.materialize import Target, materialize, materialize_group
@@ -117,3 +118,34 @@ def _pd_inline(rev: Revision) -> bool:
 
     attrs = rev.inline_attrs()
     return sum(1 for n in attrs for f in FIELDS if n.endswith("_" + f)) >= MIN_FIELDS
+
+
+# -- the --target argument ------------------------------------------------------------------
+
+
+def split_targets(groups: list[list[str]] | None) -> list[str]:
+    """--target A@x,B@y (repeatable) -> [A@x, B@y], duplicates refused."""
+    specs = [s.strip() for group in groups or () for s in group if s.strip()]
+    names: dict[str, str] = {}
+    for spec in specs:
+        name = SourceTree.open(spec).strategy_name()
+        if name in names:
+            raise UsageError(f"--target {spec} and {names[name]} are the same revision ({name})")
+        names[name] = spec
+    return specs
+
+
+def target_name(spec: str) -> str:
+    """The strategy NAME a PATH[@REV] is measured under."""
+    return SourceTree.open(spec).strategy_name()
+
+
+def looks_like_target(text: str) -> bool:
+    """A --baseline that names a revision (PATH@REV or an existing folder), not a strategy."""
+    return "@" in text or Path(text).is_dir()
+
+
+def list_targets(specs: list[str], group: str | None = None) -> list[str]:
+    """Materialize targets in a temporary folder for `bench list` (their files go with it)."""
+    folder = Path(tempfile.mkdtemp(prefix="reqstate-targets-"))
+    return [str(t.path) for t in materialize_targets(specs, folder, group=group)]

@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bench.errors import UsageError
+from bench.base.errors import UsageError
 
 GIT_TIMEOUT_S = 120
 # Folders never read in a working tree (environments, caches, build output).

@@ -2,7 +2,7 @@
 the gc suite's rates), per scheduler case, in the units a reviewer decides with.
 
 A declared view, as a suite's view is: the report asks it for its HTML section, its summary.md
-lines and its files, and knows nothing else of it. Its model is bench.stats.scenarios; here:
+lines and its files, and knows nothing else of it. Its model is bench.stats.cases; here:
 
     model.py     the model computed from a loaded run
     prose.py     verdict paragraphs, sentences across a sweep, the terminal's cost lines
@@ -19,11 +19,11 @@ from typing import Any
 from bench.report.load import RunData
 from bench.report.markup import Html
 from bench.report.scenarios import html, markdown, summary
-from bench.report.scenarios.model import cases
+from bench.report.scenarios.model import GC, STEPS, cases
 
 NAME = "scenarios"
 TITLE = "Scenarios"
-READS = ("step", "gc")  # the suites whose data it shows
+READS = (STEPS, GC)  # the suites whose data it shows
 
 
 def section(run: RunData) -> Html | None:

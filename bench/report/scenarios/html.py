@@ -18,7 +18,7 @@ from bench.report.scenarios.prose import (
     versus_baseline,
 )
 from bench.report.text import fmt
-from bench.stats.scenarios import Case, RequestRow
+from bench.stats.cases import Case, RequestRow
 
 QUEUE_TITLES = {
     "bootstrap": "bootstrap queue",

@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bench.report.load import RunData
+from bench.report.scenarios import prose
 from bench.report.scenarios.html import REQUEST_HEAD, _request_cells
 from bench.report.scenarios.model import request_rows
-from bench.report.scenarios.prose import (
-    headline_cases,
-    net_text,
-    pct,
-    sweep_sentences,
-    verdict_paragraph,
-    versus_baseline,
-)
 from bench.report.text import esc_md, md_table
-from bench.stats.scenarios import REVIEW, Case
+from bench.stats.cases import REVIEW, Case
 
 QUEUE_SHORT = {
     "inflight": "inflight",
@@ -50,9 +43,9 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
                 [
                     esc_md(case.title),
                     f"`{c.strategy}` {esc_md(c.pattern)}",
-                    esc_md(net_text(c)),
-                    esc_md(versus_baseline(run, case, c)),
-                    esc_md(pct(c.share(c.net.median))),
+                    esc_md(prose.net_text(c)),
+                    esc_md(prose.versus_baseline(run, case, c)),
+                    esc_md(prose.pct(c.share(c.net.median))),
                     esc_md(
                         "" if c.lookups is None else f"{c.lookups:,.1f} / {c.created or 0:,.2f}"
                     ),
@@ -75,9 +68,9 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
             ),
             "",
         ]
-    for case in headline_cases(all_cases):
-        out += [f"- {esc_md(verdict_paragraph(run, case))}"]
-    out += [f"- {esc_md(s)}" for s in sweep_sentences(run, all_cases)]
+    for case in prose.headline_cases(all_cases):
+        out += [f"- {esc_md(prose.verdict_paragraph(run, case))}"]
+    out += [f"- {esc_md(s)}" for s in prose.sweep_sentences(run, all_cases)]
     out.append("")
     if run.targets:
         out += request_markdown(run)

@@ -1,17 +1,21 @@
-"""The scenario view's data: bench.stats.scenarios' model computed from a loaded run."""
+"""The scenario view's data: bench.stats.cases' model computed from a loaded run."""
 
 from __future__ import annotations
 
-from bench.names import BenchName
+from bench.base.names import BenchName
 from bench.report.load import RunData
+from bench.stats.cases import Case, RequestRow, build_cases
+from bench.stats.cases import request_rows as _request_rows
 from bench.stats.derive import GcRates
-from bench.stats.scenarios import Case, RequestRow, build_cases
-from bench.stats.scenarios import request_rows as _request_rows
+
+# The suites this view reads (bench.report.scenarios.READS): the scheduler cases of the step
+# suite, the collections of the gc suite.
+STEPS, GC = "step", "gc"
 
 
 def _gc_by_case(run: RunData) -> dict[str, dict[str, GcRates]]:
     """GC rates with the collector enabled, by case key and strategy."""
-    data = run.suite("gc")
+    data = run.suite(GC)
     out: dict[str, dict[str, GcRates]] = {}
     if data is None:
         return out
@@ -28,7 +32,7 @@ def cases(run: RunData) -> list[Case]:
     cached: list[Case] | None = run.__dict__.get("_scenario_cases")
     if cached is not None:
         return cached
-    data = run.suite("step")
+    data = run.suite(STEPS)
     built = (
         []
         if data is None
@@ -39,6 +43,7 @@ def cases(run: RunData) -> list[Case]:
             {m.key: m for m in run.manifest.cases},
             _gc_by_case(run),
             run.config.scenarios,
+            kind=data.spec.kind if data.spec is not None else STEPS,
         )
     )
     object.__setattr__(run, "_scenario_cases", built)  # a frozen dataclass: a memo, not state
@@ -46,7 +51,7 @@ def cases(run: RunData) -> list[Case]:
 
 
 def request_rows(run: RunData) -> list[RequestRow]:
-    data = run.suite("step")
+    data = run.suite(STEPS)
     if data is None:
         return []
     return _request_rows(data.extras.requests, run.strategy_names())

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.report.load import RunData, SuiteData
-from bench.report.scenarios.model import cases
-from bench.stats.derive import NetCost, net_of
-from bench.stats.scenarios import (
+from bench.report.scenarios.model import STEPS, cases
+from bench.stats.cases import (
     MATERIAL_SHARE,
     NET_STATISTIC,
     REFERENCE,
@@ -23,6 +22,7 @@ from bench.stats.scenarios import (
     difference,
     negated,
 )
+from bench.stats.derive import NetCost, net_of
 
 
 def us(seconds: float) -> str:
@@ -45,7 +45,7 @@ def net_text(c: Cost) -> str:
 
 def _difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
     """a minus b per round (paired), in seconds."""
-    data = run.suite("step")
+    data = run.suite(STEPS)
     return None if data is None else difference(data.net_rounds, a.bench, b.bench)
 
 
@@ -328,7 +328,7 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
 
 def cost_lines(data: SuiteData) -> list[str]:
     """The terminal's per-scenario costs net of control (the step suite's extra lines)."""
-    net = net_of(data.net_rounds, reference=REFERENCE, kind="step", statistic=NET_STATISTIC)
+    net = net_of(data.net_rounds, reference=REFERENCE, kind=STEPS, statistic=NET_STATISTIC)
     if not net:
         return []
     lines = [

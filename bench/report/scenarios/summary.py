@@ -9,7 +9,7 @@ from typing import Any
 from bench.report.load import RunData
 from bench.report.scenarios.model import request_rows
 from bench.report.scenarios.prose import sweep_sentences, verdict_paragraph
-from bench.stats.scenarios import REFERENCE, Case
+from bench.stats.cases import REFERENCE, Case
 
 
 def scenario_summary(run: RunData, all_cases: Sequence[Case]) -> dict[str, Any]:

@@ -18,11 +18,13 @@ and those of a bare request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.config import RunConfig, SuiteOptions
-from bench.gcprobe import RAISED_THRESHOLD
+from bench.base.gcprobe import RAISED_THRESHOLD
+from bench.config.cliargs import SuiteFlag
+from bench.config.runconfig import RunConfig, SuiteOptions
+from bench.runformat.schema import SuiteExtras, merging
 
 if TYPE_CHECKING:
     from bench.core.scenarios import Scenario
@@ -39,6 +41,58 @@ BUDGET_SHARE = (
     1.7  # its plan's share of the budget (fixed: not adaptive; ~90 s here over the 1.08M heap)
 )
 SHARED = ("GC_PATTERN",)
+
+
+@dataclass
+class MemoryFigures:
+    """Bytes and GC-tracked objects one request keeps alive (its state included), and those of
+    a bare request (no strategy) measured in the same process, which the state is net of."""
+
+    request_bytes: float
+    request_tracked_objects: float
+    bare_request_bytes: float
+    bare_request_tracked_objects: float
+
+    @property
+    def state_bytes(self) -> float:
+        return self.request_bytes - self.bare_request_bytes
+
+    @property
+    def state_tracked_objects(self) -> float:
+        return self.request_tracked_objects - self.bare_request_tracked_objects
+
+
+@dataclass
+class GcExtras(SuiteExtras):
+    """The gc suite's raw data: the shared records, and its own (measured once per strategy or
+    benchmark, in one process: a later process's figure replaces an earlier one)."""
+
+    memory: dict[str, MemoryFigures] = field(
+        default_factory=dict, metadata=merging("replace")
+    )  # by strategy
+    # the tracked objects each full collection of gc_live/<s>/live=L/gc=<mode> traversed
+    # (frozen objects excepted), keyed by that benchmark's name
+    gc_live_objects: dict[str, int] = field(default_factory=dict, metadata=merging("replace"))
+
+
+def extras_of(extras: SuiteExtras) -> GcExtras:
+    """A loaded gc suite's extras, as the type it declared (EXTRAS)."""
+    if not isinstance(extras, GcExtras):
+        raise TypeError(f"gc suite extras of type {type(extras).__name__}")
+    return extras
+
+
+EXTRAS = GcExtras
+
+FLAGS = (
+    SuiteFlag(
+        "--background-objects",
+        "background_objects",
+        "the GC background heap, tracked objects (default: the scheduler's 1.08M)",
+        type=int,
+        metavar="N",
+    ),
+)
 GC_PATTERN = (
     "per_field"  # the PR's access pattern (revisions: as written); GC does not depend on it
 )
@@ -71,7 +125,7 @@ class Options(SuiteOptions):
     # a GPU, where a forked child cannot use CUDA.
     fork_strategies: bool = True
     # enabled (CPython's defaults), frozen after warm-up (SGLang's default since PR #34999),
-    # raised thresholds (bench/gcprobe.py says where each comes from)
+    # raised thresholds (bench/base/gcprobe.py says where each comes from)
     modes: tuple[str, ...] = ("enabled", "frozen", "raised")
     raised_threshold: tuple[int, ...] = RAISED_THRESHOLD
     # The run's scenarios this suite measures (none in common: all of them). By default the two
@@ -97,7 +151,7 @@ class Options(SuiteOptions):
 
     def validate(self, config: RunConfig) -> None:
         super().validate(config)
-        from bench.gcprobe import GC_MODES
+        from bench.base.gcprobe import GC_MODES
 
         if not isinstance(self.background_objects, int) or self.background_objects < 0:
             raise ValueError("background-objects must be >= 0")

@@ -18,12 +18,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.config import RunConfig
+from bench.base.names import BenchName
+from bench.base.storage import read_json, write_json
+from bench.config.runconfig import RunConfig
 from bench.measure.context import SuiteOutput, WorkerContext, failure_text, phase
-from bench.names import BenchName
-from bench.runformat import StepSeries
-from bench.storage import read_json, write_json
-from bench.suites.gc import GC_PATTERN, KIND
+from bench.runformat.schema import StepSeries
+from bench.suites.gc import GC_PATTERN, KIND, GcExtras, extras_of
 from bench.suites.spec import Job
 from strategies._contract import REVIEW_DESIGN
 
@@ -42,8 +42,8 @@ def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
 
 
 def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
-    from bench.gcprobe import per_item_cost
-    from bench.runformat import MemoryFigures
+    from bench.base.gcprobe import per_item_cost
+    from bench.suites.gc import MemoryFigures
 
     n = ctx.config.suite(KIND).memory_sample_requests
     ids = array("q", (1, 2, 3, 4))  # one shared prompt: bytes net of a bare request anyway
@@ -74,7 +74,9 @@ def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
         except Exception as exc:
             out.failures[s.name] = f"memory/{s.name}: {failure_text(exc)}"
             continue
-        out.extras.memory[s.name] = MemoryFigures(req_bytes, req_objects, bare_bytes, bare_objects)
+        extras_of(out.extras).memory[s.name] = MemoryFigures(
+            req_bytes, req_objects, bare_bytes, bare_objects
+        )
         for metric, value, unit in (
             ("request_bytes", req_bytes, "byte"),
             ("tracked_objects_per_request", req_objects, "integer"),
@@ -97,7 +99,7 @@ def _live_pauses(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
     """The pause of a full collection with L of the strategy's requests alive over the
     background heap (median of FULL_COLLECTIONS), collector enabled and frozen (the heap frozen
     before the requests are built, as after a server's warm-up): gc_live/<s>/live=L/gc=<mode>."""
-    from bench.gcprobe import full_collection_ns, tracked_objects
+    from bench.base.gcprobe import full_collection_ns, tracked_objects
 
     opts = ctx.config.suite(KIND)
     for mode in ("enabled", "frozen"):
@@ -113,7 +115,7 @@ def _live_pauses(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
                 gc.collect()
                 # what that collection traverses: every tracked object (gc.get_objects leaves
                 # the frozen ones out)
-                out.extras.gc_live_objects[str(name)] = tracked_objects()
+                extras_of(out.extras).gc_live_objects[str(name)] = tracked_objects()
                 for _ in range(FULL_COLLECTIONS):
                     out.add(
                         name, full_collection_ns() / 1e9, warmup=False, loops=1,
@@ -134,8 +136,8 @@ def _death_cost(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
     """What a request's end costs: the strategy's release and the request's last reference
     dropped (a WeakKeyDictionary's callback removes its entry then), ns per request, collector
     paused: death/<s>/metric=ns_per_request."""
-    from bench.gcprobe import gc_paused
-    from bench.timing import now_ns
+    from bench.base.gcprobe import gc_paused
+    from bench.base.timing import now_ns
 
     with gc_paused():
         reqs = _with_state(ctx, s, DEATHS, "d")
@@ -149,7 +151,7 @@ def _death_cost(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
 
 
 def _full_collection_s() -> float:
-    from bench.timing import time_loop_ns
+    from bench.base.timing import time_loop_ns
 
     return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
 
@@ -166,12 +168,12 @@ def _run_case(
     """One scheduler of the case, warmed up once, then measured in every GC mode in turn (the
     collector's state is set anew for each); full: also a full collection's pause with its live
     population, per mode (the headline designs)."""
+    from bench.base.gcprobe import GcProbe, apply_gc_mode, gc_paused
+    from bench.base.timing import StepClock
     from bench.core.callsites import patterns_for
     from bench.core.scheduler import make_scheduler, warmup_steps
-    from bench.gcprobe import GcProbe, apply_gc_mode, gc_paused
     from bench.measure.steps import StepRecorder
-    from bench.runformat import GcCounts
-    from bench.timing import StepClock
+    from bench.runformat.schema import GcCounts
 
     cfg = ctx.config
     scenario, extra = case
@@ -249,7 +251,7 @@ _HEAP: list[Any] = []
 
 
 def _background(ctx: WorkerContext) -> list[Any]:
-    from bench.gcprobe import background_heap, gc_paused
+    from bench.base.gcprobe import background_heap, gc_paused
 
     if not _HEAP:
         with gc_paused():
@@ -262,7 +264,7 @@ def _measure_strategies(ctx: WorkerContext, *, memory: bool = True) -> SuiteOutp
     in worker 0, the memory one request keeps alive, before the heap is built)."""
     import torch
 
-    out = SuiteOutput()
+    out = SuiteOutput(extras=GcExtras())
     cfg = ctx.config
     torch.set_num_threads(1)
     if memory and ctx.worker_index == 0:
@@ -322,7 +324,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         return _measure_strategies(ctx)
     order = list(ctx.strategies)
     ctx.rng.shuffle(order)
-    out = SuiteOutput()
+    out = SuiteOutput(extras=GcExtras())
     if ctx.worker_index == 0:
         with phase(out, "gc:memory"):
             _memory(ctx, out)  # every strategy, before the heap: its collections are cheap
@@ -345,7 +347,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
 def plan(config: RunConfig) -> list[Job]:
     """Per repetition, one process forking a child per strategy (fork_strategies, on the CPU),
     or one process per strategy, strategies in a seeded shuffled order."""
-    from bench.timing import resolve_device
+    from bench.base.timing import resolve_device
     from strategies import load_external, resolve_run
 
     opts = config.suite(KIND)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.names import TWIN_RE, BenchName, CaseKey
+from bench.base.names import TWIN_RE, BenchName, CaseKey
 from bench.report.viewspec import FamilySpec, FigureSpec
+from bench.suites.gc import extras_of
 
 if TYPE_CHECKING:
     from bench.report.headline import Metric
@@ -52,18 +53,18 @@ def _medians(data: SuiteData, kind: str) -> dict[str, float]:
 
 def pressure(data: SuiteData) -> list[Any]:
     """Per strategy, live size and mode, the extra full-collection pause its state costs."""
-    from bench.stats import gcpressure
+    from bench.suites.gc import view_pressure as gcpressure
 
     return gcpressure.extras(
-        data.extras.memory,
+        extras_of(data.extras).memory,
         _medians(data, "gc_live"),
-        data.extras.gc_live_objects,
+        extras_of(data.extras).gc_live_objects,
         data.config.suite("gc").live_sizes,
     )
 
 
 def _collections(data: SuiteData, name: str) -> Any:
-    from bench.stats import gcpressure
+    from bench.suites.gc import view_pressure as gcpressure
 
     counts = data.extras.gc.get(name)
     return gcpressure.collections(counts) if counts is not None else None
@@ -101,7 +102,7 @@ def _twin_floor(data: SuiteData, base: str, twins: list[str]) -> tuple[float, fl
     """The largest deviation (%) of the baseline's twins from it: tracked objects per request,
     the extra full-collection pause, the measured full pause at the live sizes."""
     extra = {(e.strategy, e.live, e.mode): e for e in pressure(data)}
-    memory = data.extras.memory
+    memory = extras_of(data.extras).memory
     if not twins or base not in memory:
         return None
     objects = pause = measured = 0.0
@@ -148,7 +149,9 @@ def verdict_sentences(data: SuiteData) -> list[str]:
             "counted): " + "; ".join(parts) + "."
         )
         twins = sorted(
-            t for t in data.extras.memory if (m := TWIN_RE.match(t)) is not None and m["of"] == base
+            t
+            for t in extras_of(data.extras).memory
+            if (m := TWIN_RE.match(t)) is not None and m["of"] == base
         )
         floor = _twin_floor(data, base, twins)
         if floor is not None:
@@ -236,7 +239,7 @@ def summary_lines(data: SuiteData, names: list[str]) -> list[str]:
             line += extra("frozen")
         seen = collections_words(data, shown[0])
         out.append(line + (f"; {shown[0]} in {seen}." if seen else "."))
-    memory = data.extras.memory
+    memory = extras_of(data.extras).memory
     mem = [n for n in names if n in memory]
     if mem:
         bare = memory[mem[0]]
@@ -362,7 +365,7 @@ def report_extra(data: SuiteData) -> list[Html]:
             why = _not_exercised(base, mode)
             if why:
                 out.append(tag("p", f"Not exercised: {why}.", class_="note"))
-    memory = data.extras.memory
+    memory = extras_of(data.extras).memory
     if memory:
         mem_rows = [
             (
@@ -465,7 +468,7 @@ def memory_figure(run: RunData, st: dict[str, Any]) -> Any:
     from bench.report.plots import label
 
     data = run.suite("gc")
-    memory = data.extras.memory if data is not None else {}
+    memory = extras_of(data.extras).memory if data is not None else {}
     names = [n for n in st if n in memory]
     if not names:
         return None

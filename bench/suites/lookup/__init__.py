@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bench.config import Adaptive, RunConfig, SuiteOptions
+from bench.config.cliargs import SuiteFlag, csv_list
+from bench.config.runconfig import Adaptive, RunConfig, SuiteOptions
 
 NAME = "lookup"
 ORDER = 10
@@ -21,6 +22,14 @@ KIND = "lookup"
 # Under --budget: a family is a (live, regime) cell, every operation of it (a population is
 # built per cell), measured until every strategy's ratio to the baseline reaches the precision.
 ADAPTIVE = Adaptive("ratio", within=("op",))
+FLAGS = (
+    SuiteFlag(
+        "--regime",
+        "regimes",
+        "lookup memory regimes: warm,cold (also: mixed, the old one)",
+        type=csv_list,
+    ),
+)
 SHARED = ("OPS", "REFERENCE", "MAX_LIVE_REQUESTS", "REGIMES", "DEFAULT_REGIMES", "REGIME_SENTENCES")
 OPS: tuple[str, ...] = ("get_hit", "get_miss", "peek_hit", "peek_miss", "update", "reset")
 # The harness's own cost (the loop and a call) is this strategy's: figures net of it are the

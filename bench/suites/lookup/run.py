@@ -6,8 +6,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bench.config import RunConfig
-from bench.gcprobe import gc_paused
+from bench.base.gcprobe import gc_paused
+from bench.base.names import BenchName
+from bench.config.runconfig import RunConfig
 from bench.measure.context import (
     Subject,
     SuiteOutput,
@@ -18,7 +19,6 @@ from bench.measure.context import (
     phase,
 )
 from bench.measure.lookups import CacheEvictor, Population, build_populations, lookup_subject
-from bench.names import BenchName
 from bench.suites.lookup import KIND, OPS
 from bench.suites.spec import Job, with_values
 

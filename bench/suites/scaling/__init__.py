@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.config import RunConfig, SuiteOptions
+from bench.config.runconfig import RunConfig, SuiteOptions
 
 if TYPE_CHECKING:
     from bench.core.scenarios import Scenario

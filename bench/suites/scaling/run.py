@@ -3,7 +3,7 @@ strategy interleaved, the collector frozen after warm-up."""
 
 from __future__ import annotations
 
-from bench.config import RunConfig
+from bench.config.runconfig import RunConfig
 from bench.measure.context import SuiteOutput, WorkerContext
 from bench.measure.steps import measure_cases
 from bench.suites.scaling import KIND
@@ -22,7 +22,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         patterns=(opts.pattern,),
         steps_per_value=opts.steps_per_value,
         keep_steps=False,
-        count=False,
+        count_steps=0,
         # The fit is about the cost per batch request. Collector pauses here would scale with
         # everything alive in this process (every strategy's scheduler, B requests each, each
         # with a tensor) and land on whichever strategy's value triggers them: frozen after

@@ -9,7 +9,7 @@ from bench.report.viewspec import FamilySpec, FigureSpec
 from bench.suites.scaling import KIND
 
 if TYPE_CHECKING:
-    from bench.config import RunConfig
+    from bench.config.runconfig import RunConfig
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
     from bench.stats.derive import Summary

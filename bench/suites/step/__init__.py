@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bench.config import STEP_REGIMES, Adaptive, RunConfig, SuiteOptions
+from bench.config.runconfig import STEP_REGIMES, Adaptive, RunConfig, SuiteOptions
 from bench.core.scenarios import Scenario
 
 NAME = "step"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 
-from bench.config import RunConfig
-from bench.gcprobe import DEFERRED
+from bench.base.gcprobe import DEFERRED
+from bench.base.names import CaseKey
+from bench.config.runconfig import RunConfig
 from bench.measure.context import SuiteOutput, WorkerContext, phase
 from bench.measure.steps import measure_cases, measure_requests
-from bench.names import CaseKey
 from bench.suites.spec import Job, with_values
 from bench.suites.step import KIND
 from strategies import Strategy
@@ -34,7 +34,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         patterns=cfg.patterns,
         steps_per_value=opts.steps_per_value,
         keep_steps=True,
-        count=ctx.worker_index == 0,  # counts are exact: one worker's are enough
+        count_steps=opts.count_steps if ctx.worker_index == 0 else 0,  # exact: one worker's
         gc_mode=DEFERRED,  # collections between iterations: the gc suite measures them
         regimes=True,
         cold_only=functools.partial(_headline, cfg.baseline),

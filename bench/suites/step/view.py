@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.names import BenchName, CaseKey
+from bench.base.names import BenchName, CaseKey
 from bench.report.viewspec import FamilySpec, FigureSpec
-from bench.runformat import StepSeries
+from bench.runformat.schema import StepSeries
 from bench.suites.step import KIND
 
 if TYPE_CHECKING:
-    from bench.config import RunConfig
+    from bench.config.runconfig import RunConfig
     from bench.report.headline import Metric
     from bench.report.load import RunData, SuiteData
     from bench.report.markup import Html
@@ -96,7 +96,7 @@ def report_extra(data: SuiteData) -> list[Html]:
 
 
 def _cases(names: Any, config: RunConfig) -> list[CaseKey]:
-    from bench.stats.scenarios import ordered_cases
+    from bench.stats.cases import ordered_cases
 
     return ordered_cases((BenchName.parse(n).case for n in names), config.scenarios)
 
@@ -248,28 +248,28 @@ FIGURES = (
     FigureSpec("step_latency_cdf", "Per-iteration latency distribution", cdf_figure),
     FigureSpec("sweep_cost", "Cost per iteration across the sweep", sweep_figure),
 )
+# Both families rank strategies per access pattern, one family per scenario case.
+_BY_PATTERN: dict[str, Any] = {
+    "axis": "pattern",
+    "axis_label": "access pattern",
+    "axis_config": "patterns",
+    "group": "scenario",
+    "group_config": "scenarios",
+}
 FAMILIES = (
     FamilySpec(
         "step_{group}",
         "scheduler iteration time, {group}",
         KIND,
-        axis="pattern",
-        axis_label="access pattern",
-        axis_config="patterns",
-        group="scenario",
-        group_config="scenarios",
         exclude=(("regime", "cold"),),
         featured=True,
+        **_BY_PATTERN,
     ),
     FamilySpec(
         "step_{group}_cold",
         "scheduler iteration time, {group}, requests evicted (cold regime)",
         KIND,
-        axis="pattern",
-        axis_label="access pattern",
-        axis_config="patterns",
-        group="scenario",
-        group_config="scenarios",
         match=(("regime", "cold"),),
+        **_BY_PATTERN,
     ),
 )

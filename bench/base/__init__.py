@@ -1,0 +1,1 @@
+"""Foundation, imported by every layer and by strategies: errors and exit statuses, benchmark names, files written atomically, the one clock and device sync, the collector probe, the refusal of misspelt names."""

@@ -1,0 +1,50 @@
+"""Command line: python -m bench {list,run,selftest-aa,selfcheck,scenarios,workload,report,gate,
+profile,target}. A thin dispatcher: each command's parser lives with its subsystem (its
+register(sub)); user mistakes end as one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bench.base.errors import EXIT_USAGE, UsageError, one_line
+from bench.config.cliargs import Parser, SubParsers
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bench.commands import gate as gate_cli
+    from bench.commands import report as report_cli
+    from bench.commands import run as run_cli
+    from bench.commands import target as target_cli
+    from bench.commands import workload as core_cli
+    from bench.commands.profile import register as register_profile
+
+    parser = Parser(
+        prog="python -m bench",
+        description="Benchmark per-request side-state storage strategies for an LLM scheduler.",
+    )
+    sub: SubParsers[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", required=True, parser_class=Parser
+    )
+    run_cli.register(sub)
+    core_cli.register(sub)
+    report_cli.register(sub)
+    gate_cli.register(sub)
+    register_profile(sub)
+    target_cli.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = build_parser().parse_args(argv)
+        args.argv = argv
+        return int(args.func(args))
+    except UsageError as exc:  # StrategyError and DataError included
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

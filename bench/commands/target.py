@@ -1,0 +1,151 @@
+"""`python -m bench target inspect PATH[@REV] [--json]`, and the `--target` option that
+`bench run`, `bench list` and `bench gate` share (registered by bench/commands/main.py).
+
+    python -m bench target inspect ../sglang                 the working tree
+    python -m bench target inspect ../sglang@v0.5.3 --json   a revision, for machines
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from bench.base.storage import DEFAULT_REPORTS_DIR
+from bench.config.budget import add_budget_options
+from bench.config.cliargs import csv_list
+from bench.target.tree import SourceTree
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from bench.target.inspection import describe, inspect_tree
+
+    ins = inspect_tree(SourceTree.open(args.spec))
+    if args.json:
+        print(json.dumps(ins.to_json(), indent=1, sort_keys=True))
+    else:
+        print(describe(ins))
+    return 0
+
+
+def _cmd_groups(args: argparse.Namespace) -> int:
+    from bench.target.groups import describe, read_groups
+
+    rev = read_groups(SourceTree.open(args.spec))
+    if args.json:
+        out = {
+            "tree": rev.tree.label,
+            "commit": rev.tree.commit,
+            "schedule_batch": rev.schedule_batch,
+            "groups": [g.to_json() for g in rev.groups],
+        }
+        print(json.dumps(out, indent=1, sort_keys=True))
+    else:
+        print(describe(rev))
+    return 0
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from bench.target.report import diff_report
+
+    base = f"{args.path}@{args.base}"
+    head = args.path if args.head is None else f"{args.path}@{args.head}"
+    report = diff_report(base, head, group=args.group)
+    print(json.dumps(report.to_json(), indent=1, sort_keys=True) if args.json else report.text())
+    return 0
+
+
+def _cmd_hotpath(_args: argparse.Namespace) -> int:
+    from bench.core.hotpath import markdown
+
+    print(markdown(), end="")
+    return 0
+
+
+def _cmd_advise(args: argparse.Namespace) -> int:
+    from bench.target.advise import advise
+
+    return advise(args)
+
+
+def _tree_command(
+    tsub: Any, name: str, func: Any, help_text: str, description: str
+) -> argparse.ArgumentParser:
+    """A subcommand reading one tree: PATH[@REV] and --json."""
+    cmd: argparse.ArgumentParser = tsub.add_parser(name, help=help_text, description=description)
+    cmd.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
+    cmd.add_argument("--json", action="store_true", help="machine-readable output")
+    cmd.set_defaults(func=func)
+    return cmd
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "target",
+        help="read a user's SGLang tree: request class, where the state lives, call sites",
+    )
+    tsub = p.add_subparsers(dest="target_command", required=True, parser_class=type(p))
+    _tree_command(
+        tsub,
+        "inspect",
+        _cmd_inspect,
+        "what PATH[@REV] holds, read with ast (sglang is never imported)",
+        "Read an SGLang tree (the working tree, or a git revision with git show; no checkout "
+        "is touched): the request class, where the per-request PD hidden state lives, and per "
+        "function how the call sites touch it, beside the harness's model.",
+    )
+    _tree_command(
+        tsub,
+        "groups",
+        _cmd_groups,
+        "the per-request state groups of PATH[@REV] and where each lives",
+        "List the state groups a revision's Req carries, read with ast: containers (an object "
+        "built in Req.__init__, or assigned later), prefixes of 3 or more fields on Req, side "
+        "tables, lazy attributes (getattr(req, NAME, default)) and attributes declared on "
+        "class Req, each with its field count and where it is defined.",
+    )
+    dif = tsub.add_parser(
+        "diff",
+        help="what a change moved: fields whose home changed between two revisions",
+        description="The fields whose home changed between --base and --head (the working "
+        "tree by default), matched by name; each revision's request construction; and every "
+        "function that touches the moved group at each revision, with its accesses per call "
+        "and how often the real scheduler runs it.",
+    )
+    dif.add_argument("path", metavar="PATH", help="an SGLang git repository")
+    dif.add_argument("--base", metavar="REV", required=True, help="the revision before")
+    dif.add_argument("--head", metavar="REV", help="the revision after (default: working tree)")
+    dif.add_argument("--group", metavar="NAME", help="one group (default: every moved one)")
+    dif.add_argument("--json", action="store_true", help="machine-readable output")
+    dif.set_defaults(func=_cmd_diff)
+    adv = tsub.add_parser(
+        "advise",
+        help="where a state group should live: every candidate home measured and ranked",
+        description="Write the group in every candidate home (fields on Req, slots container "
+        "eager and lazy, dict container, lazy attribute, declared attribute, weak side table, "
+        "dict by request id) with the revision's access counts on the scheduler's hot path, "
+        "measure them with the step suite beside control, and rank them per scenario.",
+    )
+    adv.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
+    adv.add_argument(
+        "--group",
+        required=True,
+        metavar="NAME",
+        help="a group `target groups` lists, or NAME=field,field,... (Req attributes)",
+    )
+    adv.add_argument("--scenario", action="append", type=csv_list, help="scenario presets")
+    adv.add_argument("--quick", action="store_true", help="the quick set (about a minute)")
+    adv.add_argument("--no-aa", action="store_true", help="no A/A twin of the current home")
+    adv.add_argument(
+        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where the run folder goes"
+    )
+    add_budget_options(adv)
+    adv.set_defaults(func=_cmd_advise)
+    hot = tsub.add_parser(
+        "hotpath",
+        help="the scheduler functions the harness replays, and how often each runs",
+        description="The hot-path table (bench/core/hotpath.py) as markdown: per function its "
+        "frequency per scheduler iteration, the loops it runs in, and where it is defined and "
+        "called in SGLang at the commit it was read from.",
+    )
+    hot.set_defaults(func=_cmd_hotpath)

@@ -1,0 +1,59 @@
+"""The budget and precision a run is measured to: the defaults, the --budget / --precision
+flags, and a --config file's keys (read once, by the caller)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bench.config.cliargs import duration_s, percent
+
+# Adaptive measurement (bench/orchestration/adaptive.py), by default: the suites' budget and
+# the precision each family is measured to. The default run's baseline cost per iteration to +-15% in every default
+# scenario within ~6 minutes here (2 cores), the quick run's to +-50% (an interval that excludes
+# zero) within a minute; `--budget off` runs the fixed plan (each suite its `workers`). The
+# budget covers the suites; the selfcheck (~10 s), the report (~12 s) and starting the workers
+# come on top: 300 s of suites made 5m14s with both memory regimes and the 1.08M-object gc heap
+# here (2026-12-01), so 330 s leave ~20 s to spare of 6 minutes.
+BUDGET_DEFAULT = object()
+RUN_BUDGET_S = 330.0
+QUICK_BUDGET_S = 40.0
+RUN_PRECISION_PCT = 15.0
+QUICK_PRECISION_PCT = 50.0
+
+
+def budget_changes(args: argparse.Namespace, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """budget_s and precision_pct from --budget / --precision, else from the --config file's
+    keys (`given`, read once by the caller), else the defaults of the set."""
+    given = given or {}
+    out: dict[str, Any] = {}
+    budget = getattr(args, "budget", BUDGET_DEFAULT)
+    if budget is not BUDGET_DEFAULT:
+        out["budget_s"] = budget
+    elif "budget_s" not in given:
+        out["budget_s"] = QUICK_BUDGET_S if args.quick else RUN_BUDGET_S
+    precision = getattr(args, "precision", None)
+    if precision is not None:
+        out["precision_pct"] = precision
+    elif "precision_pct" not in given:
+        out["precision_pct"] = QUICK_PRECISION_PCT if args.quick else RUN_PRECISION_PCT
+    return out
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget",
+        type=duration_s,
+        default=BUDGET_DEFAULT,
+        metavar="DURATION",
+        help=f"wall-clock budget of the suites, e.g. 6m, 90s (default {RUN_BUDGET_S:g} s, "
+        f"--quick {QUICK_BUDGET_S:g} s): after its plan, a suite adds rounds to the families "
+        "short of --precision while its share lasts; off: the fixed plan",
+    )
+    parser.add_argument(
+        "--precision",
+        type=percent,
+        metavar="PCT",
+        help=f"target 95%% CI half-width of each family's reported quantity, in percent of it "
+        f"(default {RUN_PRECISION_PCT:g}, --quick {QUICK_PRECISION_PCT:g})",
+    )

@@ -1,0 +1,278 @@
+"""selfcheck: the lookup suite's warm get-hit figures against a plain `timeit` loop.
+
+`python -m bench selfcheck [RUN]` times `get` on live requests of weakkey, declared and dynattr
+the way anyone would check a microbenchmark by hand: requests built in one go, each given its
+state, then `timeit.Timer("for r in reqs: get(r)")` with autorange and repeats. Nothing of the
+suites' measuring code is used (no Population, no calibrated passes, no worker process, no
+clock module); only the request class, which is the workload's definition, is shared. It then
+prints each strategy's figure beside the suite's warm get_hit at the same live size, and their
+agreement. This is a benchmark, not a test: it says whether the suite measures what a plain loop
+measures, it asserts nothing.
+
+One thing it does share with the suite on purpose: hash seeds. A lookup by attribute name
+probes the instance dict at positions set by the string hash, so dynattr's get_hit is bimodal
+across PYTHONHASHSEED (66 or 85 ns here, seeds 0-5), and the suite's workers run with seeds
+1..workers. The check times in one fresh process per seed, the same seeds, and pools the repeats.
+
+The result is written to the run folder as selfcheck.json (the report shows it); `bench run`
+does this by itself when its lookup suite measured the warm regime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import timeit
+from array import array
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bench.runformat.schema import DEFAULT_WORKERS, REPEATS, SELFCHECK_FILE, SelfCheck
+
+if TYPE_CHECKING:
+    from bench.report.load import RunData
+
+STRATEGIES: tuple[str, ...] = ("weakkey", "declared", "dynattr")
+# The suites whose figures it checks: the lookup suite's warm get_hit, the step suite's decode
+# scan (their names are read here, and only here, as the check's inputs).
+READS = ("lookup", "step")
+LOOKUP, STEP = READS
+DEFAULT_LIVE = 1_000
+
+
+def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[float]:
+    """ns per `get` over `live` requests holding state, visited in allocation order: one figure
+    per repeat, in this process."""
+    from bench.core.workload import make_request_class
+    from strategies import load_builtin
+
+    strategy = load_builtin(strategy_name)
+    cls = make_request_class(strategy, model=request_model)
+    ids = array("q", range(16))
+    reqs = [cls(f"selfcheck-{i}", ids, 1) for i in range(live)]
+    get = strategy.get
+    for r in reqs:
+        get(r)
+    timer = timeit.Timer("for r in reqs: get(r)", globals={"reqs": reqs, "get": get})
+    number, _ = timer.autorange()
+    per_op = [t / (number * live) * 1e9 for t in timer.repeat(REPEATS, number)]
+    for r in reqs:
+        strategy.release(r)
+    return per_op
+
+
+# The scan: the PR's capture-layer lookup as ForwardBatch.init_new runs it on a decode node
+# (hidden_state.py:35-41 at bytedance-iaas/sglang 32990a0560): get-or-create per request until one
+# has layers; no decode request has any.
+SCAN = """
+for r in reqs:
+    layer_ids = get(r).capture_layer_ids
+    if layer_ids:
+        break
+"""
+SCAN_STRATEGY = "pr652"
+# Scans timed per regime, one per repeat (after a sweep, in the cold regime).
+COLD_REPEATS = 200
+COLD_SWEEP_BYTES = 64 << 20  # larger than the last-level cache of the machines it ran on
+
+
+def time_scan_us(
+    batch: int, request_model: str, regime: str, neighbours: int = 0, churn: float = 0.0
+) -> list[float]:
+    """µs per decode scan of `batch` requests holding their state, one scan per repeat:
+    warm, straight after the previous scan; cold, after reading one byte of every 64-byte line
+    of a 64 MiB buffer (in the timeit setup, untimed; a plain memset would bypass the caches).
+    `neighbours` requests are built after each scanned one and kept: the heap the suite's
+    interleaved schedulers give the scan's requests (one request of each other scheduler in
+    turn), which sets how many pages a cold scan touches. `churn` requests per scan are
+    replaced (on average), as the decode batch replaces finished ones: the new one's state is
+    created by the scan, the old one dies in the timed statement (its weak reference's
+    callback removes the table entry), as both happen inside a decode iteration."""
+    from bench.core.workload import make_request_class
+    from strategies import load_builtin
+
+    strategy = load_builtin(SCAN_STRATEGY)
+    cls = make_request_class(strategy, model=request_model)
+    plain = make_request_class(None, model=request_model)
+    ids = array("q", range(16))
+    reqs: list[object] = []
+    kept: list[object] = []
+    serial = 0
+
+    def build() -> object:
+        nonlocal serial
+        serial += 1
+        kept.extend(plain(f"n-{serial}-{j}", ids, 1) for j in range(neighbours))
+        return cls(f"scan-{serial}", ids, 1)
+
+    for _ in range(batch):
+        reqs.append(build())
+        strategy.get(reqs[-1])
+    buf = bytearray(COLD_SWEEP_BYTES)
+    dead: list[object] = []
+    owed = [0.0]
+
+    def setup() -> None:
+        owed[0] += churn
+        while owed[0] >= 1.0:  # finished requests leave, new ones arrive without state
+            owed[0] -= 1.0
+            dead.append(reqs.pop(0))
+            reqs.append(build())
+        if regime == "cold":
+            buf[::64]
+
+    names = {"reqs": reqs, "get": strategy.get, "setup": setup, "dead": dead}
+    timer = timeit.Timer("dead.clear()" + SCAN, setup="setup()", globals=names)
+    timer.timeit(number=1)  # first call: imports and caches out of the way
+    repeats = COLD_REPEATS
+    return [t * 1e6 for t in timer.repeat(repeats, 1)]
+
+
+def suite_scan_figures(run: RunData) -> tuple[int, int, float, dict[str, float]]:
+    """The run's decode batch, how many schedulers its warm decode case interleaved, the
+    states pr652 created per iteration there (the batch's churn), and pr652's net decode cost
+    per regime (µs), where measured."""
+    from bench.report.scenarios.model import cases
+
+    out: dict[str, float] = {}
+    batch = schedulers = 0
+    churn = 0.0
+    for case in cases(run):
+        if case.name != "decode-dspark" or set(case.key.extra) - {"regime"}:
+            continue
+        cost = case.cost(SCAN_STRATEGY, "per_field")
+        if cost is not None and cost.net is not None:
+            out[case.regime] = cost.net.median * 1e6
+            batch = int(case.values.get("decode_batch", 0))
+            if case.regime == "warm":
+                schedulers = len(case.costs)
+                churn = cost.created or 0.0
+    return batch, schedulers, churn, out
+
+
+def time_in_processes(
+    strategies: Sequence[str], live: int, request_model: str, hash_seeds: Sequence[int]
+) -> dict[str, float]:
+    """Median ns per get_hit per strategy, repeats pooled over one fresh process per hash seed."""
+    pooled: dict[str, list[float]] = {s: [] for s in strategies}
+    for seed in hash_seeds:
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        args = [
+            sys.executable,
+            "-m",
+            "bench.orchestration.selfcheck",
+            ",".join(strategies),
+            str(live),
+        ]
+        done = subprocess.run(
+            [*args, request_model], env=env, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"selfcheck process (hash seed {seed}) failed: {tail}")
+        for name, values in json.loads(done.stdout).items():
+            pooled[name] += values
+    return {s: statistics.median(v) for s, v in pooled.items()}
+
+
+def suite_figures(run: RunData, live: int) -> dict[str, float]:
+    """The run's warm get_hit medians (ns) at `live`, per strategy."""
+    data = run.suite(LOOKUP)
+    if data is None:
+        return {}
+    return {
+        s.strategy: s.median * 1e9
+        for s in data.summaries
+        if s.bench.matches(op="get_hit", live=live, regime="warm")
+    }
+
+
+def run_sizes(run: RunData) -> list[int]:
+    """The live sizes the run's lookup suite measured get_hit at, warm."""
+    data = run.suite(LOOKUP)
+    if data is None:
+        return []
+    return sorted(
+        {
+            s.bench.int("live")
+            for s in data.summaries
+            if s.bench.matches(op="get_hit", regime="warm") and s.strategy in STRATEGIES
+        }
+    )
+
+
+def applies(run: RunData) -> bool:
+    """Whether `bench run` checks this run by itself: its lookup suite measured warm get_hit
+    of the checked strategies, with the request model (the check builds the model's class;
+    a run of sglang's own Req is not checked)."""
+    config = run.config
+    if LOOKUP not in config.suites or "warm" not in config.suite(LOOKUP).regimes:
+        return False
+    return config.request_class == "model" and bool(run_sizes(run))
+
+
+def selfcheck(
+    run: RunData | None,
+    *,
+    live: int | None = None,
+    request_model: str | None = None,
+    strategies: Sequence[str] = STRATEGIES,
+    write: bool = True,
+) -> SelfCheck:
+    """Time the strategies with timeit and compare with the run (if any); write selfcheck.json
+    into the run folder unless write is False."""
+    from bench.base.storage import write_json
+
+    model = request_model
+    workers = DEFAULT_WORKERS
+    if run is not None:
+        model = model or run.config.request_model
+        workers = run.config.suite(LOOKUP).workers
+        if live is None:
+            found = run_sizes(run)
+            live = found[0] if found else None
+    if not model:
+        from bench.core.reqmodel import DEFAULT_MODEL
+
+        model = DEFAULT_MODEL
+    live = live or DEFAULT_LIVE
+    result = SelfCheck(
+        live=live,
+        request_model=model,
+        # the suite's lookup workers run with hash seeds 1..lookup_workers (the runner's)
+        timeit_ns=time_in_processes(strategies, live, model, range(1, workers + 1)),
+        hash_seeds=workers,
+    )
+    if run is not None:
+        result.suite_ns = suite_figures(run, live)
+        result.run = run.path.name
+        batch, schedulers, churn, suite_scan = suite_scan_figures(run)
+        if suite_scan:
+            result.scan_batch = batch
+            result.scan_neighbours = max(0, schedulers - 1)
+            result.scan_churn = churn
+            result.scan_suite_us = suite_scan
+            result.scan_timeit_us = {
+                regime: statistics.median(
+                    time_scan_us(batch, model, regime, result.scan_neighbours, churn)
+                )
+                for regime in suite_scan
+            }
+        if write:
+            write_json(run.path / SELFCHECK_FILE, result.to_json())
+    return result
+
+
+def main(argv: list[str]) -> int:
+    """python -m bench.orchestration.selfcheck STRATEGIES LIVE MODEL: one process's repeats, as JSON."""
+    names, live, model = argv
+    out = {name: time_get_hit_ns(name, int(live), model) for name in names.split(",")}
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
