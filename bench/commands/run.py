@@ -170,7 +170,7 @@ def _add_suite_flags(parser: argparse.ArgumentParser) -> None:
                 flag.option,
                 dest=flag.dest(spec.name),
                 type=flag.type,
-                metavar=flag.metavar,
+                metavar=flag.metavar or flag.field.upper(),
                 help=f"{spec.name} suite: {flag.help}",
             )
 
