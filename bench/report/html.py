@@ -97,7 +97,7 @@ def env_section(run: RunData) -> Html:
         ("CPU", cpu),
         ("platform", env.platform),
         ("commit", env.git_commit),
-        ("request class", env.request_class or run.config.request_model),
+        ("request class", run.requests_text),
         ("GC mode", gc_mode_text(run)),
         ("baseline", run.baseline),
         ("run status", run.status),

@@ -185,6 +185,18 @@ class RunData:
         meta = self.strategies.get(strategy)
         return meta is not None and meta.target
 
+    @property
+    def requests_text(self) -> str:
+        """The requests the run built, in words: an installed Req class, a request model's
+        name, or each revision's own Req (a run of revisions writes one model file per
+        revision; its machine path says nothing to a reader)."""
+        model = self.environment.request_class or self.config.request_model
+        if not model.endswith(".json"):
+            return model
+        if any(meta.target for meta in self.strategies.values()):
+            return "each revision's own Req, read with ast"
+        return Path(model).stem
+
     def pattern_of(self, strategy: str) -> str:
         """The access pattern a strategy's headline figures use: as written for a revision, the
         PR's per_field for the built-in strategies (an A/A twin follows its original)."""

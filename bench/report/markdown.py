@@ -24,7 +24,7 @@ def env_line(run: RunData) -> str:
         f"device {device}",
         f"{env.cpu} ({env.cpu_count or '?'} CPUs)",
         f"commit {env.git_commit}",
-        f"requests {env.request_class or run.config.request_model}",
+        f"requests {run.requests_text}",
         f"scenarios {', '.join(run.config.scenarios)}",
         f"baseline {run.baseline}",
         f"run {run.status}",
@@ -71,10 +71,14 @@ def details_lines(run: RunData) -> list[str]:
     from bench.report.scenarios.prose import headline_cases
 
     out = []
+    # Scenarios whose forward time has one source share it: the source is written once.
+    by_source: dict[str, list[str]] = {}
+    for case in headline_cases(cases(run)):
+        by_source.setdefault(case.sources.get("forward_ms", ""), []).append(
+            f"{case.title} {case.forward_used_ms:,.0f} ms"
+        )
     forwards = [
-        f"{c.title} {c.forward_used_ms:,.0f} ms"
-        + (f" ({c.sources['forward_ms']})" if c.sources.get("forward_ms") else "")
-        for c in headline_cases(cases(run))
+        ", ".join(ms) + (f" ({source})" if source else "") for source, ms in by_source.items()
     ]
     if forwards:
         out.append("The forward times the shares are of: " + "; ".join(forwards))

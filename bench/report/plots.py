@@ -106,6 +106,30 @@ def yerr(median: float, low: float, high: float, scale: float) -> tuple[float, f
     return max(0.0, (median - low) * scale), max(0.0, (high - median) * scale)
 
 
+def errorbars(
+    ax: Any,
+    points: list[tuple[float, float, float, float]],
+    style: Style,
+    scale: float,
+    **kwargs: Any,
+) -> None:
+    """One series of medians with their 95% CIs: points are (x, median, ci_low, ci_high) in
+    the value's own unit, drawn times `scale`; nothing is drawn for no points."""
+    if not points:
+        return
+    errs = [yerr(m, lo, hi, scale) for _x, m, lo, hi in points]
+    ax.errorbar(
+        [x for x, *_ in points],
+        [m * scale for _x, m, _lo, _hi in points],
+        yerr=[[e[0] for e in errs], [e[1] for e in errs]],
+        color=style.color,
+        marker=style.marker,
+        markersize=4,
+        capsize=2,
+        **kwargs,
+    )
+
+
 def _render(fig: Figure) -> tuple[bytes, bytes]:
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", metadata={"Software": None})

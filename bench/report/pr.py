@@ -91,7 +91,7 @@ def protocol_line(run: RunData) -> str:
         f"Python {env.python}",
         f"torch {env.torch}",
         f"commit {env.git_commit}",
-        f"requests: {env.request_class or run.config.request_model}",
+        f"requests: {run.requests_text}",
     ]
     if STEPS in run.config.suites:
         procs = _processes(run)

@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.base.errors import UsageError
 from bench.target.groups import Group, Revision
-from bench.target.homes import CANDIDATES, WORDS, current_home, write_home
+from bench.target.homes import CANDIDATES, WORDS, current_home, home_metadata, write_home
 
 # A home's strategy NAME: the group's stem, then the home.
 _MAX_STEM = 18
@@ -71,18 +71,10 @@ def write_candidates(rev: Revision, group: Group, folder: Path) -> list[Candidat
     for home in homes:
         name = f"{stem}_{home}"
         meta: dict[str, Any] = {
-            "spec": rev.tree.label,
-            "path": str(rev.tree.path),
-            "rev": rev.tree.rev,
-            "commit": rev.tree.commit,
-            "short": rev.tree.short,
-            "group": group.name,
-            "fields": len(group.fields),
-            "layout": WORDS.get(home, home),
+            **home_metadata(rev.tree.label, rev.tree, group, home, prog.program),
             "home": WORDS.get(home, home) + (" (the current home)" if home == now else ""),
             "home_kind": "inline" if home == "inline" else "container",
             "current": home == now,
-            "program": prog.program.to_json(),
             "not_modelled": [
                 f"{f.function} ({f.where}): not on the modelled hot path" for f in prog.off_path
             ],

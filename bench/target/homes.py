@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.base.storage import write_atomic, write_json
 from bench.core.groupsites import GroupProgram
@@ -31,6 +31,9 @@ from bench.core.holders import Holder
 from bench.core.reqmodel import Attr, RequestModel
 from bench.target.groups import Group, GroupField
 from bench.target.template import ending, functions, get_is_req, lazy_get
+
+if TYPE_CHECKING:
+    from bench.target.tree import SourceTree
 
 CANDIDATES: tuple[str, ...] = (
     "inline",
@@ -301,6 +304,24 @@ def module_source(
         "",
     ]
     return "\n".join([*head, *consts, *update, *body]) + "\n"
+
+
+def home_metadata(
+    spec: str, tree: SourceTree, group: Group, home: str, program: GroupProgram
+) -> dict[str, Any]:
+    """What a written home's TARGET mapping says of its origin: the revision it was read at,
+    the group, the home's layout and the group's accesses on the modelled hot path."""
+    return {
+        "spec": spec,
+        "path": str(tree.path),
+        "rev": tree.rev,
+        "commit": tree.commit,
+        "short": tree.short,
+        "group": group.name,
+        "fields": len(group.fields),
+        "layout": WORDS.get(home, home),
+        "program": program.to_json(),
+    }
 
 
 def write_home(

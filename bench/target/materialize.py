@@ -291,7 +291,7 @@ def materialize_group(
     Req (containers with their real shape), the group's fields, and its accesses on the
     modelled hot path (bench.target.program)."""
     from bench.target.groups import model_with_holders
-    from bench.target.homes import WORDS, current_home, write_home
+    from bench.target.homes import current_home, home_metadata, write_home
     from bench.target.program import build
     from bench.target.report import req_classes
 
@@ -303,20 +303,12 @@ def materialize_group(
     guards = sorted({a.guard for s in prog.program.sites for a in s.accesses if a.guard})
     model = model_with_holders(rev)
     meta: dict[str, Any] = {
-        "spec": spec,
-        "path": str(tree.path),
-        "rev": tree.rev,
-        "commit": tree.commit,
-        "short": tree.short,
+        **home_metadata(spec, tree, group, home, prog.program),
         "dirty": tree.dirty,
-        "group": group.name,
-        "fields": len(group.fields),
-        "layout": WORDS.get(home, home),
         "home": group.home.describe(),
         "home_kind": group.home.kind,
         "request_attributes": len(model.attrs),
         "request_tracked_values": model.tracked(),
-        "program": prog.program.to_json(),
         "not_modelled": [
             *(
                 f"{f.function} ({f.where}): {f.count()} accesses, not on the modelled hot path"

@@ -18,7 +18,7 @@ def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from bench.report.plots import label
+    from bench.report.plots import errorbars, label
     from bench.report.verdict import axis_values
 
     names = list(dict.fromkeys(c.name for c in all_cases))
@@ -32,27 +32,12 @@ def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
             if run.is_reference(strategy):
                 continue
             for pattern, style in (("per_field", "-"), ("cached", "--")):
-                xs, ys, lo, hi = [], [], [], []
+                points: list[tuple[float, float, float, float]] = []
                 for i, v in enumerate(values):
                     c = mine[v].cost(strategy, pattern) if v in mine else None
-                    if c is None or c.net is None:
-                        continue
-                    xs.append(i)
-                    ys.append(c.net.median * 1e6)
-                    lo.append(max(0.0, (c.net.median - c.net.ci_low) * 1e6))
-                    hi.append(max(0.0, (c.net.ci_high - c.net.median) * 1e6))
-                if xs:
-                    ax.errorbar(
-                        xs,
-                        ys,
-                        yerr=[lo, hi],
-                        color=st[strategy].color,
-                        marker=st[strategy].marker,
-                        linestyle=style,
-                        capsize=2,
-                        markersize=4,
-                        linewidth=1.1,
-                    )
+                    if c is not None and c.net is not None:
+                        points.append((i, c.net.median, c.net.ci_low, c.net.ci_high))
+                errorbars(ax, points, st[strategy], 1e6, linestyle=style, linewidth=1.1)
         ax.set_xticks(range(len(values)), [label(v) for v in values])
         ax.set_xlabel(label(key))
         ax.set_title(label(name))

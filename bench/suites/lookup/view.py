@@ -126,7 +126,7 @@ def report_extra(data: SuiteData) -> list[Html]:
 def figure(run: RunData, st: dict[str, Any]) -> Any:
     import matplotlib.pyplot as plt
 
-    from bench.report.plots import label, legend, plain_log_ticks, yerr
+    from bench.report.plots import errorbars, label, legend, plain_log_ticks
     from bench.report.verdict import axis_values
 
     data = run.suite("lookup")
@@ -155,28 +155,12 @@ def figure(run: RunData, st: dict[str, Any]) -> Any:
         for col, n in enumerate(live):
             ax = grid[row][col]
             for j, strategy in enumerate(names):
-                xs, ys, lo, hi = [], [], [], []
-                for i, op in enumerate(ops):
-                    s = rows.get((strategy, op, str(n), regime))
-                    if s is None or s.median <= 0:
-                        continue
-                    xs.append(i - 0.4 + width * (j + 0.5))
-                    ys.append(s.median * 1e9)
-                    e = yerr(s.median, s.ci_low, s.ci_high, 1e9)
-                    lo.append(e[0])
-                    hi.append(e[1])
-                if xs:
-                    ax.errorbar(
-                        xs,
-                        ys,
-                        yerr=[lo, hi],
-                        fmt=st[strategy].marker,
-                        color=st[strategy].color,
-                        markersize=4,
-                        capsize=2,
-                        elinewidth=0.8,
-                        linestyle="none",
-                    )
+                points = [
+                    (i - 0.4 + width * (j + 0.5), s.median, s.ci_low, s.ci_high)
+                    for i, op in enumerate(ops)
+                    if (s := rows.get((strategy, op, str(n), regime))) is not None and s.median > 0
+                ]
+                errorbars(ax, points, st[strategy], 1e9, elinewidth=0.8, linestyle="none")
             ax.set_xticks(range(len(ops)), [label(op) for op in ops], rotation=30)
             ax.set_yscale("log")
             plain_log_ticks(ax.yaxis)
