@@ -346,6 +346,9 @@ def test_gate_target_group(repo: tuple[Path, dict[str, str]], tmp_path: Path) ->
     assert "REGRESSION" in text
     assert "**State group `lp_states`**" in text
     assert "prepare_for_decode" in text
+    # at the base the fields are on Req: a get returns the request, so no lookup row is judged
+    assert "lookup/target" not in text
+    assert "Not gated: lookup rows not gated" in text
     r = run_cli(
         "gate", "--target", str(path), "--base", commits["weak"], "--head", commits["weak"],
         "--group", "lp_states", "--json", str(tmp_path / "aa.json"),
@@ -377,3 +380,24 @@ def test_docs_hold_the_hot_path_table() -> None:
     text = (ROOT / "docs" / "TARGET.md").read_text()
     inside = text.split("<!-- hotpath:begin -->\n", 1)[1].split("<!-- hotpath:end -->", 1)[0]
     assert inside == markdown(), "docs/TARGET.md: run python -m bench target hotpath"
+
+
+def test_lookup_rows_are_gated_only_where_both_gets_do_work() -> None:
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from bench.gate.config import GateConfig
+    from bench.gate.revisions import Revisions, without_void_lookups
+
+    def side(label: str, kind: str) -> Any:
+        return SimpleNamespace(tree=SimpleNamespace(label=label), group={"home_kind": kind})
+
+    cfg = GateConfig()
+    moved = cast(Any, Revisions)(side("t@a", "inline"), side("t@b", "container"))
+    gated, note = without_void_lookups(cfg, moved)
+    assert gated.lookup_ops == ()
+    assert note is not None
+    assert "t@a" in note
+    assert not any(b.startswith("lookup/") for b in gated.benchmarks("wall"))
+    both = cast(Any, Revisions)(side("t@a", "container"), side("t@b", "side_table"))
+    assert without_void_lookups(cfg, both) == (cfg, None)

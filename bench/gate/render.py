@@ -193,6 +193,8 @@ def render_markdown(
         lines += ["", *where_markdown(where)]
     if meta.get("group"):
         lines += ["", *group_markdown(meta["group"])]
+    for note in meta.get("not_gated") or []:
+        lines += ["", f"Not gated: {note}."]
     notes = meta.get("base_notes") or []
     if notes:
         lines += ["", "Across trees: " + "; ".join(str(n) for n in notes) + "."]

@@ -77,8 +77,12 @@ def _measure_target(
     cfg = tgt.target_config(cfg)
     with tempfile.TemporaryDirectory(prefix="reqstate-gate-target-") as tmp:
         revs = tgt.prepare(target.path, target.base, target.head, Path(tmp), group=target.group)
+        cfg, left_out = tgt.without_void_lookups(cfg, revs)
         gated = {BenchName.parse(b).get("scenario") or "" for b in cfg.benchmarks(mode)}
         meta = revs.meta(sorted(gated - {""}))
+        if left_out:
+            meta["not_gated"] = [left_out]
+            wall.progress(f"[gate] {left_out}")
         wall.progress(
             f"[gate] {mode} mode: {meta['base']} vs {meta['candidate']}, "
             f"{len(cfg.benchmarks(mode))} benchmarks"
