@@ -263,6 +263,9 @@ def test_run_with_two_revisions_writes_the_pr_report(
         assert meta["commit"] in repo[1].values()
         assert meta["path"] == str(repo[0])
     summary = (run / "summary.md").read_text()
+    # control builds the base revision's Req, named in words rather than by a machine path
+    assert manifest["config"]["request_model"].endswith(".reqmodel.json")
+    assert "requests: each revision's own Req" in summary
     assert "Revisions: " in summary  # one line: each revision, its commit and home
     assert "The request class of each revision:" in summary  # folded, with not modelled
     for meta in manifest["targets"].values():

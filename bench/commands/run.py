@@ -212,11 +212,14 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
         targets = {t.name: t.metadata() for t in made}
         config = replace(config, external=(*config.external, *(str(t.path) for t in made)))
         base = next((t for t in made if t.name == config.baseline), made[0])
-        if base.group is not None and args.request_model is None:
+        base_model = base.path.with_suffix(".reqmodel.json")
+        if base_model.is_file() and args.request_model is None:
             # every other strategy (control above all: every net figure is taken against it)
             # builds the baseline revision's Req, so a figure net of control holds no
-            # difference between two request classes but the revisions' own
-            config = replace(config, request_model=str(base.path.with_suffix(".reqmodel.json")))
+            # difference between two request classes but the revisions' own (with the
+            # default model instead, PR #652's base read -7.8 µs net of control in cache and
+            # -71.6 evicted: control's requests, not the revision's work)
+            config = replace(config, request_model=str(base_model))
     command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
     manifest = sequence.start(config, run_dir, command, targets=targets)
     return run_dir, manifest, config
