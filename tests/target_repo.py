@@ -61,6 +61,7 @@ _MIXIN = """class ReqDllmMixin:
     def init_diffusion_llm(self):
         self.dllm_ids = None
         self.dllm_block_offset = 0
+        self.dllm_phase = None
 """
 
 _STATE = """from __future__ import annotations

@@ -47,7 +47,7 @@ def test_fields_on_req(repo: tuple[Path, dict[str, str]]) -> None:
     assert ins.home.layout == "fields_on_req"
     assert ins.home.prefix == "pd_hidden_"
     assert len(ins.home.fields) == 10
-    assert len(ins.model.attrs) == 24  # 12 + 10 fields + 2 from the mixin followed
+    assert len(ins.model.attrs) == 25  # 12 + 10 fields + 3 from the mixin followed
     assert "init_diffusion_llm" in ins.model.inlined
     assert ins.forward.kind == "batch_field"
     assert ins.forward.prefill_only
@@ -56,6 +56,17 @@ def test_fields_on_req(repo: tuple[Path, dict[str, str]]) -> None:
     clear = next(f for f in ins.sites if f.function == "clear_pd_hidden_request_state")
     assert (clear.lookups, clear.accesses, clear.writes) == (0, 10, 10)
     assert any("attribute names" in n for n in ins.profile.not_modelled)
+
+
+def test_a_group_from_a_mixin_is_located_in_the_mixin(repo: tuple[Path, dict[str, str]]) -> None:
+    from bench.target.groups import read_groups
+
+    groups = {g.name: g for g in read_groups(SourceTree.open(_at(repo, "fields"))).groups}
+    dllm = groups["dllm_"]
+    assert len(dllm.fields) == 3
+    assert dllm.home.file == "mixin req.py"  # not a line of schedule_batch.py
+    assert dllm.home.line == 3
+    assert groups["pd_hidden_"].home.file == SB
 
 
 def test_side_table(repo: tuple[Path, dict[str, str]]) -> None:
@@ -71,7 +82,7 @@ def test_side_table(repo: tuple[Path, dict[str, str]]) -> None:
     assert home.scan_creates
     assert not home.removal
     assert home.loadable
-    assert len(ins.model.attrs) == 14  # the ten fields are gone from Req
+    assert len(ins.model.attrs) == 15  # the ten fields are gone from Req
     assert ins.forward.kind == "scan"
     assert ins.forward.creates
     assert ins.profile.forward_scan == "every_forward"
@@ -117,7 +128,7 @@ def test_inspect_cli_text_and_json(repo: tuple[Path, dict[str, str]]) -> None:
     proc = run_cli("target", "inspect", _at(repo, "fields"), "--json")
     data = json.loads(proc.stdout)
     assert data["state_home"]["layout"] == "fields_on_req"
-    assert data["request_class"]["attributes"] == 24
+    assert data["request_class"]["attributes"] == 25
     assert data["forward_batch"]["kind"] == "batch_field"
     assert data["tree"]["commit"] == repo[1]["fields"]
 

@@ -463,8 +463,12 @@ def _prefixes(attrs: dict[str, Attr], taken: set[str], sb: str) -> list[Group]:
         if any(set(members[p]) == set(names) for p in longer):
             continue  # a longer prefix names the same fields
         fields = tuple(_inline_field(attrs[n]) for n in names)
-        first = min(attrs[n].line for n in names)
-        home = Home("inline", sb, first, prefix=prefix)
+        # where the group is defined: its first field in Req's own file; a mixin's line number
+        # is not a line of that file (only the mixin's file name is recorded)
+        own = [n for n in names if not attrs[n].where]
+        first = min(own or names, key=lambda n: attrs[n].line)
+        where = sb if not attrs[first].where else f"mixin {attrs[first].where}"
+        home = Home("inline", where, attrs[first].line, prefix=prefix)
         groups.append(Group(prefix, home, fields))
     return groups
 
