@@ -102,6 +102,7 @@ def ranked_table(run_dir: Path, candidates: list[Candidate]) -> str:
     run = load_run(run_dir)
     requests = {r.strategy: r for r in request_rows(run)}
     lines = []
+    width = max((len(WORDS.get(c.home, c.home)) for c in candidates), default=4)
     for case in cases(run):
         rows = []
         for c in candidates:
@@ -112,7 +113,7 @@ def ranked_table(run_dir: Path, candidates: list[Candidate]) -> str:
         lines += [
             "",
             f"{case.title} (forward {case.forward_ms:,.0f} ms):",
-            f"  {'home':<44} {'net per iteration [95% CI]':>30} {'share':>9} {'build us':>8} "
+            f"  {'home':<{width}} {'net per iteration [95% CI]':>30} {'share':>9} {'build us':>8} "
             f"{'bytes':>6} {'tracked':>7}",
         ]
         for _median, c, cost in rows:
@@ -124,7 +125,7 @@ def ranked_table(run_dir: Path, candidates: list[Candidate]) -> str:
             )
             assert cost.net is not None
             lines.append(
-                f"{' *' if c.current else '  '}{WORDS.get(c.home, c.home):<44.44} "
+                f"{' *' if c.current else '  '}{WORDS.get(c.home, c.home):<{width}} "
                 f"{net_text(cost):>30} {pct(cost.share(cost.net.median)):>9} {built}"
             )
     lines += [
