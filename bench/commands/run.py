@@ -217,8 +217,9 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
             # every other strategy (control above all: every net figure is taken against it)
             # builds the baseline revision's Req, so a figure net of control holds no
             # difference between two request classes but the revisions' own (with the
-            # default model instead, PR #652's base read -7.8 µs net of control in cache and
-            # -71.6 evicted: control's requests, not the revision's work)
+            # default model, PR #652's base read -7.8 µs net of control in cache and -71.6
+            # evicted; with its own Req -2.0 and -40.0, the rest being the union of replayed
+            # loops that control runs and that base, which has no decode scan, does not)
             config = replace(config, request_model=str(base_model))
     command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
     manifest = sequence.start(config, run_dir, command, targets=targets)
