@@ -20,6 +20,22 @@ from bench.base.errors import DataError, UsageError
 
 ROOT = Path(__file__).resolve().parents[2]  # bench/base/storage.py -> the checkout
 DEFAULT_REPORTS_DIR = ROOT / "reports"
+# The user's cache folder (built environments and exported trees of real mode, bench/real/):
+# $REQSTATE_CACHE, else $XDG_CACHE_HOME/reqstate-bench, else ~/.cache/reqstate-bench. Never
+# inside the checkout.
+CACHE_ENV = "REQSTATE_CACHE"
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for this harness (created on first use by whoever writes)."""
+    own = os.environ.get(CACHE_ENV)
+    if own:
+        return Path(own).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "reqstate-bench"
+
+
 # Free space a run folder needs before anything is measured (the largest runs write ~10 MiB).
 MIN_FREE_BYTES = 16 * 2**20
 

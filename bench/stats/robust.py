@@ -45,6 +45,32 @@ def is_noisy(values: Sequence[float]) -> bool:
     return m > 0 and iqr(values) / m > NOISY_IQR_FRACTION
 
 
+# Student's t, two-sided 95%: the 0.975 quantile for 1-30 degrees of freedom.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t975(df: int) -> float:
+    """Student's t 0.975 quantile (beyond 30 degrees of freedom, z + (z^3 + z) / 4df)."""
+    if df < 1:
+        raise ValueError("t quantile needs at least one degree of freedom")
+    return _T975[df - 1] if df <= len(_T975) else 1.959964 + 2.372 / df
+
+
+def mean_t_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the 95% Student t interval of the mean, for a few replicates (worker
+    processes) each of which is itself a precise figure; NaN bounds for one value."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, math.nan, math.nan
+    half = t975(n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
 def _resampled_medians(values: Sequence[float], rng: Any) -> Any:
     """Medians of BOOTSTRAP_RESAMPLES resamples of values (numpy: one array operation)."""
     import numpy as np
