@@ -1,0 +1,224 @@
+"""One driver process: `python -m bench.real.driver.main JOB.json OUT.json`, run by a
+revision's own interpreter (bench/real/venv.py) with the revision on sys.path.
+
+The job says what to build and measure (bench.real.protocol); the output says what happened:
+the records of every measured iteration, or, where the revision could not be imported, built or
+driven, an error of one line with its kind (`missing` with the module and its importer,
+`import` with the name, `stub` where a stubbed GPU-only package was reached, `error`).
+Whatever the driver replaced or patched is listed in the output, for the manifest and the
+report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+from bench.base.timing import now_ns
+from bench.real.driver import calls, ipc, server, standin, stubs
+from bench.real.driver.calls import CallCounter
+from bench.real.driver.loop import Finished, Plan, Steering
+from bench.real.driver.phases import Phases
+from bench.real.driver.requests import RequestFactory, Workload
+
+# Imported before anything is built: their import-time failures are the revision's, not the run's.
+MODULES = (
+    "sglang.srt.server_args",
+    "sglang.srt.managers.io_struct",
+    "sglang.srt.managers.schedule_batch",
+    "sglang.srt.managers.scheduler",
+    "sglang.srt.model_executor.model_runner",
+    "sglang.srt.layers.logits_processor",
+    "sglang.srt.sampling.sampling_params",
+)
+
+
+class Failed(BaseException):
+    """An exception in the revision's Scheduler, carried past its own `except Exception`
+    (which would signal the parent process, the harness, with SIGQUIT)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+def _carry(cls: type, name: str) -> None:
+    """Wrap cls.name so an Exception leaves it as Failed."""
+    original = cls.__dict__[name]
+
+    def carried(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        except Exception as exc:
+            raise Failed(exc) from exc
+
+    setattr(cls, name, carried)
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of the revision's code in a traceback: 'sglang/x.py:123'."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for fr in reversed(frames):
+        if f"{os.sep}sglang{os.sep}" in fr.filename:
+            return fr.filename[fr.filename.rfind(f"{os.sep}sglang{os.sep}") + 1 :] + f":{fr.lineno}"
+    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
+
+
+def _importer(exc: BaseException) -> str:
+    """The revision's module whose import failed (the innermost sglang frame's module)."""
+    where = _where(exc)
+    path = where.rpartition(":")[0]
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def classify(exc: BaseException) -> dict[str, Any]:
+    """One line per failure, and what kind it is."""
+    if isinstance(exc, Failed):
+        exc = exc.exc
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return {
+            "kind": "missing",
+            "module": exc.name,
+            "importer": _importer(exc),
+            "message": f"{_importer(exc)} imports {exc.name}, which is not installed",
+        }
+    if isinstance(exc, ImportError):
+        return {
+            "kind": "import",
+            "module": exc.name or "",
+            "importer": _importer(exc),
+            "message": f"{_importer(exc)}: {str(exc).splitlines()[0] if str(exc) else exc!r}",
+        }
+    kind = "stub" if isinstance(exc, stubs.StubReached) else "error"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return {"kind": kind, "message": f"{type(exc).__name__} at {_where(exc)}: {text}"}
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"ok": False, "replaced": []}
+    os.environ.update(job.get("env", {}))
+    warnings.filterwarnings("ignore")  # the revision's import-time warnings are not ours
+    import torch
+
+    finder = stubs.install(job.get("stubs", ()), stubs.paired_versions(torch.__version__))
+    t0 = time.time()
+    import importlib
+
+    for name in MODULES:
+        importlib.import_module(name)
+    import sglang
+
+    out["import_s"] = round(time.time() - t0, 2)
+    out["sglang_file"] = str(Path(sglang.__file__).parent)
+    out["sglang_version"] = getattr(sglang, "__version__", None)
+
+    from sglang.srt.managers import (
+        io_struct,
+        schedule_batch,
+        scheduler,
+    )
+
+    torch.set_num_threads(int(job.get("torch_threads", 1)))
+    phases = Phases()
+    phases.install()
+    workload = Workload.from_json(job["workload"])
+    out["replaced"] += standin.install(phases, workload.vocab_size)
+    channel = ipc.Channel()
+    out["replaced"] += ipc.install(channel)
+    plan = Plan(**job["plan"])
+    steering = Steering(
+        factory=RequestFactory(workload),
+        channel=channel,
+        phases=phases,
+        plan=plan,
+        encode=ipc.encoder(),
+        freeze_request=getattr(io_struct, "FreezeGCReq", None),
+    )
+    steering.track_requests(schedule_batch.Req)
+    if job.get("mode") == "count":
+        steering.counter = CallCounter(out["sglang_file"])
+    built: dict[str, float] = {}
+
+    original_loop = scheduler.Scheduler.run_event_loop
+
+    def run_event_loop(self: Any) -> Any:
+        built["s"] = time.time() - t_build
+        steering.scheduler = self
+        out["tracked_after_build"] = len(gc.get_objects())
+        try:
+            return original_loop(self)
+        except Exception as exc:
+            raise Failed(exc) from exc
+
+    scheduler.Scheduler.run_event_loop = run_event_loop
+    _carry(scheduler.Scheduler, "__init__")
+    channel.on_boundary = steering.boundary
+
+    def on_finish() -> None:
+        out["live_at_end"] = steering.sent - steering.finished
+        out["tracked_at_end"] = len(gc.get_objects()) + gc.get_freeze_count()
+        out["frozen"] = gc.get_freeze_count()
+
+    steering.on_finish = on_finish
+    gc.callbacks.append(steering.gc_callback)
+    with tempfile.TemporaryDirectory(prefix="reqstate-real-model-") as model_dir:
+        model = server.write_model(Path(model_dir), int(job["context_len"]))
+        values = {**server.BASE_ARGS, **job.get("server", {}), "model_path": str(model)}
+        args, passed, missing = server.server_args(values)
+        out["server_args"] = {k: v for k, v in passed.items() if k != "model_path"}
+        out["server_args_missing"] = missing
+        ports = server.port_args(args)
+        channel.input_endpoint = ports.scheduler_input_ipc_name
+        pipe = server.InfoPipe()
+        t_build = time.time()
+        try:
+            server.call_run_scheduler_process(args, ports, pipe)
+        except Finished:
+            pass
+        else:
+            raise RuntimeError("the revision's event loop returned before the run was complete")
+    out["build_s"] = round(built.get("s", 0.0), 2)
+    out["init_info"] = {k: v for k, v in pipe.info.items() if isinstance(v, (int, float, str))}
+    out["stubbed"] = dict(finder.served)
+    out["phases_wrapped"] = phases.wrapped
+    out["notes"] = steering.notes
+    out["records"] = [dataclasses.asdict(r) for r in steering.records]
+    out["warmup_ns"] = steering.warmup_ns
+    out["requests_sent"] = steering.sent
+    out["requests_finished"] = steering.finished
+    if steering.counter is not None:
+        out["calls"] = steering.counter.iterations
+        out["functions"] = {k: list(v) for k, v in steering.counter.functions.items()}
+        out["defined"] = calls.defined(list(job.get("check_defined", ())))
+    out["ok"] = True
+    return out
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path = argv
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    started = now_ns()
+    try:
+        result = run(job)
+    except (Exception, Failed) as exc:
+        result = {"ok": False, **classify(exc)}
+    result["wall_s"] = round((now_ns() - started) / 1e9, 2)
+    tmp = Path(out_path).with_suffix(".tmp")
+    tmp.write_text(json.dumps(result), encoding="utf-8")
+    os.replace(tmp, out_path)
+    # The revision's threads (watchdog, metrics) are not joined: the process ends here.
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

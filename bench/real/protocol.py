@@ -1,0 +1,51 @@
+"""The job a driver process is given (JSON; bench/real/driver/main.py reads it):
+
+    mode          "measure" (timed iterations) or "count" (calls per function, untimed)
+    stubs         GPU-only top-level packages stubbed for the revision (bench/real/driver/stubs.py)
+    env           environment variables set before the revision is imported
+    context_len   the stand-in model's max_position_embeddings
+    server        ServerArgs values beyond the driver's own (bench/real/driver/server.py)
+    workload      bench.real.driver.requests.Workload
+    plan          bench.real.driver.loop.Plan
+    hash_seed     PYTHONHASHSEED of the process (one per worker, as pyperf's workers have)
+
+and its output: `ok`, the records of every measured iteration (wall ns less the stand-in's,
+phases, forward mode, batch size, arrivals, finished requests, GC), what was stubbed, replaced
+and patched, the build and import times; or `kind` and `message` of a failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Set in every driver process: the revision's CPU paths (is_cpu() in sglang.srt.utils) instead
+# of the CUDA ones, which import vllm's rotary embedding on a machine without the CUDA stack.
+DRIVER_ENV = {"SGLANG_USE_CPU_ENGINE": "1"}
+VOCAB_SIZE = 32000  # bench.real.driver.server.MODEL_CONFIG
+
+
+def probe_job(stubs: list[str]) -> dict[str, Any]:
+    """A few tiny iterations: enough to import the revision, build its Scheduler and step its
+    loop through prefill and decode (lazy imports on that path are the environment's business)."""
+    return {
+        "mode": "measure",
+        "stubs": list(stubs),
+        "env": dict(DRIVER_ENV),
+        "context_len": 1024,
+        "server": {
+            "max_running_requests": 16,
+            "max_total_tokens": 16384,
+            "chunked_prefill_size": 512,
+            "random_seed": 0,
+        },
+        "workload": {
+            "running": 4,
+            "prompts": "fixed:64",
+            "prompt_range_ratio": 0.0,
+            "outputs": "fixed:6",
+            "stream": True,
+            "vocab_size": VOCAB_SIZE,
+            "seed": 0,
+        },
+        "plan": {"warmup_iterations": 4, "values": 1, "iterations": 8, "freeze_gc": True},
+    }
