@@ -1,0 +1,441 @@
+"""A revision's environment: a virtualenv in the user's cache folder, built on demand and kept.
+
+Keyed by the revision's dependency list less its GPU-only packages (and, for a release, by the
+release itself, which is installed into it): revisions whose lists agree share one. Built as:
+
+1. a venv on this interpreter, with the CPU torch the project uses (TORCH_SPEC);
+2. a release's wheel, without its dependencies (a git revision's code is put on sys.path at
+   run time instead, so it needs no build);
+3. the packages the scheduler's import path is known to need at module level (SEED), each with
+   the revision's own pin where its list has one;
+4. then the revision is imported and its Scheduler built and stepped for a few iterations by the
+   driver, under the stubs, until that succeeds: each module it reports missing is installed
+   from the revision's list (or by its own name), and a GPU-only one is stubbed instead.
+
+Nothing GPU-only is installed: sglang-kernel, flashinfer, the CUDA wheels, torchvision (the
+registry has no CPU build of it for this torch) are stubbed where imported
+(bench/real/driver/stubs.py). A revision that still cannot be imported is refused in one line
+naming the module and what is missing; the partial environment is removed. Progress goes to
+stderr; the build log stays beside the environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.base.errors import UsageError
+from bench.base.storage import ROOT, cache_dir
+from bench.real import source as src
+from bench.real.source import Source
+
+RECIPE = 1  # bump when the build recipe changes: every environment is rebuilt
+TORCH_SPEC = os.environ.get("REQSTATE_REAL_TORCH", "torch==2.13.0")  # the CPU wheel (Makefile)
+PIP_TIMEOUT_S = 1800
+PROBE_TIMEOUT_S = 600
+MAX_ROUNDS = 40
+
+# Distributions never installed: GPU-only, or the torch family the environment provides itself.
+GPU_ONLY = frozenset(
+    {
+        "torch", "torchvision", "torchaudio", "torchcodec", "torch-memory-saver", "triton",
+        "sglang-kernel", "sgl-kernel", "sgl-deep-ep", "sgl-deep-gemm", "sgl-flash-mla",
+        "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "flash-attn-4",
+        "flash-attn", "cuda-python", "cuda-tile", "nvidia-cutlass-dsl", "nvidia-mathdx",
+        "nvidia-ml-py", "nvshmem4py-cu13", "humming-kernels", "quack-kernels", "tilelang",
+        "tokenspeed-mla", "kernels", "deepseek-recipe", "intel-openmp", "decord2", "av",
+    }
+)  # fmt: skip
+# Modules of GPU-only packages: stubbed when the revision imports them at module level.
+GPU_ONLY_MODULES = frozenset(
+    {
+        "sgl_kernel", "torchvision", "torchaudio", "torchcodec", "torch_memory_saver",
+        "flashinfer", "flash_attn", "deep_gemm", "deep_ep", "flash_mla", "cuda", "cutlass",
+        "nvshmem", "pynvml", "tilelang", "quack", "humming", "tokenspeed_mla", "decord",
+    }
+)  # fmt: skip
+# triton is GPU-only in spirit but imported at module level on the scheduler's path and works on
+# the CPU (@triton.jit defines, launching fails): installed, with the CPU install's pin.
+CPU_CAPABLE = ("triton",)
+# What the scheduler's import path needs at module level (found one ModuleNotFoundError at a
+# time on sglang 0.5.23 and d55f1c28e2; the probe adds what a revision needs beyond these).
+SEED = (
+    "numpy", "orjson", "psutil", "pybase64", "requests", "triton", "packaging", "pillow",
+    "starlette", "msgspec", "pydantic", "pyzmq", "tqdm", "ipython", "aiohttp", "transformers",
+    "tokenizers", "dill", "apache-tvm-ffi", "sentencepiece", "compressed-tensors", "gguf",
+    "openai", "partial-json-parser", "setproctitle", "einops", "uvicorn", "fastapi", "xgrammar",
+)  # fmt: skip
+# A module whose distribution has another name.
+MODULE_DIST = {
+    "zmq": "pyzmq", "PIL": "pillow", "tvm_ffi": "apache-tvm-ffi", "IPython": "ipython",
+    "yaml": "pyyaml", "google": "protobuf", "dateutil": "python-dateutil",
+    "multipart": "python-multipart", "cv2": "opencv-python-headless", "sklearn": "scikit-learn",
+    "attr": "attrs", "jwt": "pyjwt", "Crypto": "pycryptodome", "grpc": "grpcio",
+    "openai_harmony": "openai-harmony", "mistral_common": "mistral-common", "jinja2": "jinja2",
+    "partial_json_parser": "partial-json-parser", "compressed_tensors": "compressed-tensors",
+    "prometheus_client": "prometheus-client", "llguidance": "llguidance", "smg_grpc_servicer":
+    "smg-grpc-servicer", "pydantic_core": "pydantic-core", "dotenv": "python-dotenv",
+}  # fmt: skip
+
+
+def normalize(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+@dataclass
+class Env:
+    """A built environment and how to run a revision in it."""
+
+    key: str
+    path: Path
+    source_label: str
+    requirements: list[str]
+    stubs: list[str]
+    installed: dict[str, str]
+    build_s: float
+    size_bytes: int
+    python: str
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def interpreter(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def sys_path(self, tree: Path | None) -> list[str]:
+        """PYTHONPATH for the driver: this harness (for bench.real.driver), then the tree."""
+        return [str(ROOT), *([str(tree)] if tree is not None else [])]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["path"] = self.path.name
+        return out
+
+
+def venvs_dir() -> Path:
+    return cache_dir() / "real" / "venvs"
+
+
+def trees_dir() -> Path:
+    return cache_dir() / "real" / "trees"
+
+
+def wheels_dir() -> Path:
+    return cache_dir() / "real" / "wheels"
+
+
+# -- what to install ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a revision's environment holds, before the probe adds to it."""
+
+    key: str
+    wanted: dict[str, str]  # normalized name -> requirement string (the revision's pins)
+    constraints: list[str]  # pins every install respects (the CPU torch, triton's CPU pin)
+    wheel: Path | None  # a release's own wheel
+
+
+def plan_for(source: Source) -> Plan:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    main, cpu = src.requirements(source, wheels_dir())
+    wanted: dict[str, str] = {}
+    for text in main:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        name = normalize(req.name)
+        if name in GPU_ONLY and name not in CPU_CAPABLE:
+            continue
+        req.marker = None
+        wanted[name] = str(req)
+    for text in cpu:  # the CPU install's pins for what the main list leaves to the GPU stack
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        name = normalize(req.name)
+        if name in CPU_CAPABLE:
+            req.marker = None
+            wanted[name] = str(req)
+    constraints = [TORCH_SPEC]
+    if "triton" in wanted and any(op in wanted["triton"] for op in "=<>"):
+        constraints.append(wanted["triton"])
+    wheel = src.wheel(source, wheels_dir()) if source.kind == "registry" else None
+    identity = {
+        "recipe": RECIPE,
+        "python": list(sys.version_info[:2]),
+        "torch": TORCH_SPEC,
+        "wanted": sorted(wanted.values()),
+        "release": source.label if source.kind == "registry" else None,
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    prefix = source.key if source.kind == "registry" else "deps"
+    return Plan(f"{prefix}-{digest}", wanted, constraints, wheel)
+
+
+def dist_for(module: str, wanted: dict[str, str]) -> str:
+    """The requirement that provides a missing top-level module."""
+    name = MODULE_DIST.get(module, module)
+    return wanted.get(normalize(name), normalize(name))
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def load(key: str) -> Env | None:
+    """A built environment, or None."""
+    path = venvs_dir() / key
+    meta = path / "env.json"
+    if not meta.is_file():
+        return None
+    raw = json.loads(meta.read_text(encoding="utf-8"))
+    raw["path"] = path
+    return Env(**raw)
+
+
+def ensure(
+    source: Source, progress: Callable[[str], None] = lambda _m: None, *, rebuild: bool = False
+) -> tuple[Env, Path | None, bool]:
+    """(the revision's environment, the folder to put on sys.path, whether it was built now).
+    Built once per key, under a lock (a second process waits for the first)."""
+    plan = plan_for(source)
+    with _locked(venvs_dir() / f".{plan.key}.lock"):
+        tree = src.export(source, trees_dir())
+        env = None if rebuild else load(plan.key)
+        if env is not None:
+            return env, tree, False
+        if rebuild and (venvs_dir() / plan.key).exists():
+            shutil.rmtree(venvs_dir() / plan.key)
+        return _build(source, plan, tree, progress), tree, True
+
+
+def _run(
+    cmd: list[str], log: list[str], timeout: float = PIP_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    log.append("$ " + " ".join(Path(c).name if c.startswith("/") else c for c in cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    tail = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "WARNING: Location" not in ln]
+    log.extend(tail[-20:])
+    return proc
+
+
+def _pip(
+    python: Path, args: list[str], constraints: Path, log: list[str]
+) -> subprocess.CompletedProcess[str]:
+    return _run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         "-c", str(constraints), *args],
+        log,
+    )  # fmt: skip
+
+
+def _last_error(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = [
+        ln for ln in (proc.stderr or proc.stdout).strip().splitlines()
+        if ln.strip() and "WARNING" not in ln
+    ]  # fmt: skip
+    return lines[-1] if lines else f"exit status {proc.returncode}"
+
+
+def _build(source: Source, plan: Plan, tree: Path | None, progress: Callable[[str], None]) -> Env:
+    started = time.time()
+    final = venvs_dir() / plan.key
+    partial = venvs_dir() / f".{plan.key}.partial"
+    if partial.exists():
+        shutil.rmtree(partial)
+    log: list[str] = []
+    try:
+        env = _build_into(source, plan, tree, partial, log, progress)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    env.build_s = round(time.time() - started, 1)
+    env.size_bytes = _size(partial)
+    env.key = plan.key
+    (partial / "env.json").write_text(json.dumps(env.to_json(), indent=1), encoding="utf-8")
+    (partial / "build.log").write_text("\n".join(log) + "\n", encoding="utf-8")
+    partial.rename(final)
+    env.path = final
+    return env
+
+
+def _build_into(
+    source: Source,
+    plan: Plan,
+    tree: Path | None,
+    where: Path,
+    log: list[str],
+    progress: Callable[[str], None],
+) -> Env:
+    progress(f"creating the environment for {source.label} ({plan.key})")
+    proc = _run([sys.executable, "-m", "venv", str(where)], log)
+    if proc.returncode != 0:
+        raise UsageError(f"python -m venv failed: {_last_error(proc)}")
+    python = where / "bin" / "python"
+    constraints = where / "constraints.txt"
+    constraints.write_text("\n".join(plan.constraints) + "\n", encoding="utf-8")
+    progress(f"installing {TORCH_SPEC}")
+    proc = _pip(python, [TORCH_SPEC], constraints, log)
+    if proc.returncode != 0:
+        raise UsageError(f"{TORCH_SPEC} could not be installed: {_last_error(proc)}")
+    if plan.wheel is not None:
+        progress(f"installing {plan.wheel.name} without its dependencies")
+        proc = _pip(python, ["--no-deps", str(plan.wheel)], constraints, log)
+        if proc.returncode != 0:
+            raise UsageError(f"{plan.wheel.name} could not be installed: {_last_error(proc)}")
+    seeds = [plan.wanted.get(normalize(s), s) for s in SEED]
+    progress(f"installing {len(seeds)} packages the scheduler imports at module level")
+    proc = _pip(python, seeds, constraints, log)
+    if proc.returncode != 0:  # one at a time: a package the registry refuses is reported alone
+        for req in seeds:
+            one = _pip(python, [req], constraints, log)
+            if one.returncode != 0:
+                progress(f"  {req}: not installable ({_last_error(one)}); the probe decides")
+    stubs = sorted({"sgl_kernel", "torchvision"})
+    env = Env(
+        key=plan.key,
+        path=where,
+        source_label=source.label,
+        requirements=sorted(plan.wanted.values()),
+        stubs=stubs,
+        installed={},
+        build_s=0.0,
+        size_bytes=0,
+        python=".".join(map(str, sys.version_info[:3])),
+        log=[],
+    )
+    tried: set[str] = set()
+    for round_ in range(1, MAX_ROUNDS + 1):
+        progress(f"probe {round_}: importing the revision and stepping its Scheduler")
+        result = probe(env, tree, log)
+        if result.get("ok"):
+            break
+        kind = result.get("kind")
+        module = str(result.get("module") or "").partition(".")[0]
+        if kind == "missing" and module in GPU_ONLY_MODULES and module not in env.stubs:
+            progress(f"  {module} (GPU-only, imported by {result.get('importer')}): stubbed")
+            env.stubs = sorted({*env.stubs, module})
+            continue
+        if kind == "missing" and module and module not in tried:
+            tried.add(module)
+            req = dist_for(module, plan.wanted)
+            progress(f"  {result.get('importer')} imports {module}: installing {req}")
+            proc = _pip(python, [req], constraints, log)
+            if proc.returncode == 0:
+                continue
+            raise UsageError(
+                f"{source.label} cannot be imported on the CPU: {result.get('importer')} imports "
+                f"{module}, and {req} could not be installed ({_last_error(proc)})"
+            )
+        raise UsageError(f"{source.label} cannot be imported on the CPU: {result.get('message')}")
+    else:
+        raise UsageError(f"{source.label}: still not importable after {MAX_ROUNDS} probes")
+    env.installed = _freeze(python, log)
+    return env
+
+
+def probe(env: Env, tree: Path | None, log: list[str]) -> dict[str, Any]:
+    """Import the revision and step its Scheduler through a few tiny iterations."""
+    from bench.real.protocol import probe_job
+
+    return run_driver(env, tree, probe_job(env.stubs), log=log, timeout=PROBE_TIMEOUT_S)
+
+
+def run_driver(
+    env: Env,
+    tree: Path | None,
+    job: dict[str, Any],
+    *,
+    log: list[str] | None = None,
+    timeout: float | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """One driver process in the environment; its output (the driver never raises: a failure
+    is an output with ok false; a crash or a timeout becomes one)."""
+    with tempfile.TemporaryDirectory(prefix="reqstate-real-") as tmp:
+        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
+        job_path.write_text(json.dumps(job), encoding="utf-8")
+        cmd = [str(env.interpreter), "-m", "bench.real.driver.main", str(job_path), str(out_path)]
+        pyenv = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(env.sys_path(tree)),
+            "PYTHONHASHSEED": str(job.get("hash_seed", 0)),
+        }
+        pyenv.pop("VIRTUAL_ENV", None)
+        tail: list[str] = []
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=pyenv, cwd=tmp
+        )
+        try:
+            assert proc.stderr is not None
+            deadline = None if timeout is None else time.time() + timeout
+            for line in proc.stderr:
+                if on_line is not None and line.startswith("@"):
+                    on_line(line.rstrip("\n"))
+                else:
+                    tail = [*tail[-30:], line.rstrip("\n")]
+                if deadline is not None and time.time() > deadline:
+                    proc.kill()
+                    break
+            rc = proc.wait()
+        except BaseException:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+        if log is not None:
+            log.extend(tail[-10:])
+        if out_path.is_file():
+            out: dict[str, Any] = json.loads(out_path.read_text(encoding="utf-8"))
+            return out
+        last = next((ln for ln in reversed(tail) if ln.strip()), f"exit status {rc}")
+        return {"ok": False, "kind": "crash", "message": f"the driver died: {last.strip()}"}
+
+
+def _freeze(python: Path, log: list[str]) -> dict[str, str]:
+    proc = _run(
+        [str(python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"], log
+    )
+    try:
+        return {p["name"]: p["version"] for p in json.loads(proc.stdout)}
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return {}
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
