@@ -39,7 +39,7 @@ FOLDERS: tuple[tuple[str, ...], ...] = (
     ("bench.stats",),
     ("bench.report", "bench.suites.*.view"),
     ("bench.orchestration",),
-    ("bench.gate", "bench.target", "bench.profiling"),
+    ("bench.gate", "bench.target", "bench.profiling", "bench.real"),
     ("bench.commands",),
 )
 LAYERS: dict[str, int] = {folder: i for i, folders in enumerate(FOLDERS) for folder in folders}

@@ -14,6 +14,7 @@ from bench.config.cliargs import Parser, SubParsers
 
 def build_parser() -> argparse.ArgumentParser:
     from bench.commands import gate as gate_cli
+    from bench.commands import real as real_cli
     from bench.commands import report as report_cli
     from bench.commands import run as run_cli
     from bench.commands import target as target_cli
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate_cli.register(sub)
     register_profile(sub)
     target_cli.register(sub)
+    real_cli.register(sub)
     return parser
 
 

@@ -230,6 +230,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from bench.report.console import terminal
     from bench.report.load import load_run
 
+    if args.real:
+        from bench.commands.real import run_real
+
+        return run_real(args)
     if args.resume:
         run_dir = Path(args.resume)
         manifest, config = sequence.resume(run_dir)
@@ -425,6 +429,9 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     )
     add_budget_options(p_run)
     p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
+    from bench.commands.real import add_run_options
+
+    add_run_options(p_run)
     p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
     p_run.add_argument(
         "--verbose",

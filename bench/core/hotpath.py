@@ -13,7 +13,13 @@ not here is "not on the modelled hot path" (listed, not replayed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench.base.storage import cache_dir
 
 COMMIT = "sgl-project/sglang d55f1c28e2"
 
@@ -510,6 +516,108 @@ HOT_PATH: tuple[HotFunction, ...] = (
         f"{DC}:2249",
     ),
 )
+
+
+@dataclass(frozen=True)
+class MeasuredMap:
+    """The table measured at one revision by real mode (bench/real/freqmap.py): the phases a
+    real scheduler ran (a colocated server's decode and extend), each function's frequency
+    there, file:line at that revision."""
+
+    revision: str
+    commit: str | None
+    preset: str
+    iterations: dict[str, int]
+    rows: tuple[HotFunction, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "revision": self.revision,
+            "commit": self.commit,
+            "preset": self.preset,
+            "iterations": self.iterations,
+            "rows": [
+                {
+                    "name": h.name,
+                    "frequency": h.frequency,
+                    "phases": list(h.phases),
+                    "defined": h.defined,
+                    "called": h.called,
+                    "per_phase": [list(x) for x in h.per_phase],
+                }
+                for h in self.rows
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> MeasuredMap:
+        rows = tuple(
+            HotFunction(
+                r["name"],
+                r["frequency"],
+                tuple(r["phases"]),
+                r["defined"],
+                r["called"],
+                "",
+                tuple((p, f) for p, f in r["per_phase"]),
+            )
+            for r in raw["rows"]
+        )
+        return cls(raw["revision"], raw.get("commit"), raw["preset"], raw["iterations"], rows)
+
+
+def measured_path(key: str) -> Path:
+    """Where a revision's measured map is kept (key: a commit, or sglang==X for a release)."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)
+    return cache_dir() / "real" / "freqmaps" / f"{safe}.json"
+
+
+def measured(key: str | None) -> MeasuredMap | None:
+    """The measured map of a revision, where real mode has counted one."""
+    if not key:
+        return None
+    path = measured_path(key)
+    try:
+        return MeasuredMap.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _merged(typed: HotFunction | None, seen: HotFunction) -> HotFunction:
+    """A measured row, with the typed row's phases the measurement did not run (the PD nodes'
+    own loops) kept as typed."""
+    if typed is None:
+        return seen
+    extra = [p for p in typed.phases if p not in seen.phases]
+    if not extra:
+        return seen
+    per_phase = dict(seen.per_phase)
+    for p in extra:
+        per_phase[p] = typed.frequency_in(p)
+    per_phase = {p: f for p, f in per_phase.items() if f != seen.frequency}
+    return replace(
+        seen,
+        phases=(*seen.phases, *extra),
+        per_phase=tuple(sorted(per_phase.items())),
+        condition=typed.condition,
+    )
+
+
+def resolver(commit: str | None) -> tuple[Callable[[str], HotFunction | None], str]:
+    """How a revision's functions are looked up: its measured map where real mode counted one
+    (functions it did not see fall back to the typed rows), else the typed table; and a line
+    saying which."""
+    table = measured(commit)
+    if table is None:
+        return lookup, f"typed ({COMMIT})"
+    seen = {h.name: h for h in table.rows}
+
+    def find(function: str) -> HotFunction | None:
+        row = seen.get(function)
+        typed = lookup(function)
+        return _merged(typed, row) if row is not None else typed
+
+    return find, f"measured at {table.revision} ({table.preset})"
 
 
 def lookup(function: str) -> HotFunction | None:

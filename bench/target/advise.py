@@ -54,7 +54,7 @@ def write_candidates(rev: Revision, group: Group, folder: Path) -> list[Candidat
     from bench.target.report import req_classes
 
     functions = read_accesses(rev.tree, group, req_classes(rev))
-    prog = build(group.name, functions)
+    prog = build(group.name, functions, commit=rev.tree.commit)
     if not prog.program.sites:
         raise UsageError(
             f"{rev.tree.label}: group {group.name!r} has no access on the modelled hot path "

@@ -298,7 +298,7 @@ def materialize_group(
     tree = rev.tree
     name = name or tree.strategy_name()
     functions = read_accesses(tree, group, req_classes(rev))
-    prog = build(group.name, functions)
+    prog = build(group.name, functions, commit=tree.commit)
     home = current_home(group)
     guards = sorted({a.guard for s in prog.program.sites for a in s.accesses if a.guard})
     model = model_with_holders(rev)

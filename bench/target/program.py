@@ -15,14 +15,18 @@ class Program:
     program: GroupProgram
     on_path: tuple[FunctionAccesses, ...]  # the functions replayed, in program order
     off_path: tuple[FunctionAccesses, ...]  # touching the group, not on the modelled hot path
+    table: str = ""  # which frequency table: the revision's measured one, or the typed one
 
 
-def build(group: str, functions: list[FunctionAccesses]) -> Program:
+def build(group: str, functions: list[FunctionAccesses], *, commit: str | None = None) -> Program:
+    """The functions' accesses joined with their frequencies: the revision's measured map
+    where real mode has counted one (bench.core.hotpath.resolver), else the typed table."""
+    find, table = hotpath.resolver(commit)
     sites: list[SiteProgram] = []
     on: list[FunctionAccesses] = []
     off: list[FunctionAccesses] = []
     for f in functions:
-        row = hotpath.lookup(f.function)
+        row = find(f.function)
         if row is None or not any(a.field or a.op in ("reach", "bind") for a in f.accesses):
             off.append(f)
             continue
@@ -45,4 +49,4 @@ def build(group: str, functions: list[FunctionAccesses]) -> Program:
                     source=row.source,
                 )
             )
-    return Program(GroupProgram(group, tuple(sites)), tuple(on), tuple(off))
+    return Program(GroupProgram(group, tuple(sites)), tuple(on), tuple(off), table)

@@ -68,7 +68,7 @@ def side(
     rev: Revision, group: Group, built: Footprint, events: dict[str, dict[str, float]]
 ) -> Side:
     functions = read_accesses(rev.tree, group, req_classes(rev))
-    program = build(group.name, functions)
+    program = build(group.name, functions, commit=rev.tree.commit)
 
     def total(name: str, ev: dict[str, float], kind: str) -> float:
         sc = scenarios.get(name)

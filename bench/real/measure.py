@@ -1,0 +1,108 @@
+"""From a driver's output to the harness's values: per process, one value per window of
+`iterations` consecutive measured iterations, for each metric:
+
+    iteration   mean µs per iteration of the loop (all iterations, the stand-in model's time
+                left out): what the scheduler's CPU spends per iteration at this load
+    decode      mean over the window's decode iterations (batch = the running requests)
+    extend      mean over its extend (prefill) iterations
+    <phase>     mean time per iteration in one phase (bench.real.driver.phases)
+
+Values are seconds, as every pyperf file of this harness holds. A window with no iteration of
+a kind gives no value of that kind (so decode and extend may have fewer values than iteration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bench.real.driver.phases import PHASES
+
+KINDS = {"decode": ("DECODE",), "extend": ("EXTEND", "MIXED")}
+METRICS = ("iteration", *KINDS, *PHASES)
+
+
+def values(records: list[dict[str, Any]], iterations: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {m: [] for m in METRICS}
+    for start in range(0, len(records) - iterations + 1, iterations):
+        window = records[start : start + iterations]
+        out["iteration"].append(sum(r["ns"] for r in window) / len(window) / 1e9)
+        for kind, modes in KINDS.items():
+            picked = [r["ns"] for r in window if r["mode"] in modes]
+            if picked:
+                out[kind].append(sum(picked) / len(picked) / 1e9)
+        for phase in PHASES:
+            out[phase].append(sum(r["phases"][phase] for r in window) / len(window) / 1e9)
+    return {m: v for m, v in out.items() if v}
+
+
+def figures(records: list[dict[str, Any]]) -> dict[str, float]:
+    """One process's figure per metric, over all its measured iterations (seconds): a window's
+    value differs from the next by which iterations it holds (every process repeats the same
+    stream, so that spread is the workload's); the process is the unit that replicates."""
+    out: dict[str, float] = {}
+    if not records:
+        return out
+    out["iteration"] = sum(r["ns"] for r in records) / len(records) / 1e9
+    for kind, modes in KINDS.items():
+        picked = [r["ns"] for r in records if r["mode"] in modes]
+        if picked:
+            out[kind] = sum(picked) / len(picked) / 1e9
+    for phase in PHASES:
+        out[phase] = sum(r["phases"][phase] for r in records) / len(records) / 1e9
+    return out
+
+
+@dataclass(frozen=True)
+class ProcessSummary:
+    """What one driver process adds beyond its values (for the report)."""
+
+    iterations: int
+    decode_batch: float  # median batch size of its decode iterations
+    extend_share: float  # extend iterations / all
+    finished_per_iteration: float
+    gc_collections: tuple[int, int, int]
+    gc_pause_ns: list[int]  # pauses inside measured iterations, ns (one per iteration with any)
+    tracked_per_live: float | None
+    sent_bytes_per_iteration: float
+
+    @classmethod
+    def of(cls, out: dict[str, Any]) -> ProcessSummary:
+        recs = out.get("records") or []
+        n = max(1, len(recs))
+        decode = sorted(r["batch"] for r in recs if r["mode"] in KINDS["decode"])
+        tracked = None
+        live = out.get("live_at_end")
+        if live and out.get("tracked_at_end") and out.get("tracked_after_build"):
+            tracked = (out["tracked_at_end"] - out["tracked_after_build"]) / live
+        return cls(
+            iterations=len(recs),
+            decode_batch=float(decode[len(decode) // 2]) if decode else 0.0,
+            extend_share=sum(r["mode"] in KINDS["extend"] for r in recs) / n,
+            finished_per_iteration=sum(r["finished"] for r in recs) / n,
+            gc_collections=(
+                sum(r["gc_collections"][0] for r in recs),
+                sum(r["gc_collections"][1] for r in recs),
+                sum(r["gc_collections"][2] for r in recs),
+            ),
+            gc_pause_ns=[r["gc_ns"] for r in recs if r["gc_ns"]],
+            tracked_per_live=tracked,
+            sent_bytes_per_iteration=sum(r["sent_bytes"] for r in recs) / n,
+        )
+
+
+def drift(series: list[float]) -> float | None:
+    """Spearman's rank correlation of a process's values against their order: near 0 when the
+    process measured a steady state, near ±1 when its cost trended with its age (the
+    transient docs/REGIMES.md found in the synthetic loop). None below 4 values."""
+    n = len(series)
+    if n < 4:
+        return None
+    order = sorted(range(n), key=lambda i: series[i])
+    ranks = [0.0] * n
+    for rank, i in enumerate(order):
+        ranks[i] = float(rank)
+    mean = (n - 1) / 2
+    num = sum((i - mean) * (r - mean) for i, r in enumerate(ranks))
+    den = sum((i - mean) ** 2 for i in range(n))
+    return num / den if den else None

@@ -1,0 +1,437 @@
+"""A real-mode run folder read back: the figures, real.json (pyperf), summary.md, report.html
+and the terminal's screenful. Everything is computed from the raw driver outputs on read
+(raw/<revision>/<preset>/p*.json), so an interrupted run reports what it measured and a report
+can be rendered again with the current analysis.
+
+Figures per (revision, preset):
+- µs per iteration: each process's mean over all its measured iterations, then their mean with
+  a 95% Student t interval over processes (the process is the unit that replicates: its values
+  are windows of one request stream that every process repeats, so their spread is the
+  workload's, while processes differ by memory layout, hash seed and the machine's drift);
+- decode and extend iterations apart; the phases (bench/real/driver/phases.py);
+- tails of single iterations (p50, p99, p99.9 where at least 10 iterations lie beyond, max);
+- GC: collections per 1,000 iterations by generation, pauses, the heap frozen after warm-up;
+  tracked objects per live request;
+- with two revisions, the paired difference per preset: process k of each in round k, value i
+  of each over the same iterations of the same request stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import stats
+from bench.base.storage import read_json, write_atomic
+from bench.real import measure
+from bench.real.driver.phases import PHASES
+from bench.real.folder import RAW, load_manifest
+from bench.real.measure import ProcessSummary
+
+SUMMARY = "summary.md"
+REPORT = "report.html"
+PYPERF = "real.json"
+SHOWN_PHASES = tuple(p for p in PHASES if p != "stand_in")
+
+
+@dataclass
+class Cell:
+    """One revision's processes on one preset."""
+
+    revision: str
+    preset: str
+    outputs: list[dict[str, Any]] = field(default_factory=list)  # ok driver outputs, in order
+    failed: list[str] = field(default_factory=list)
+
+    def values(self, metric: str) -> list[list[float]]:
+        return [o["_values"].get(metric, []) for o in self.outputs if o["_values"].get(metric)]
+
+    def figures(self, metric: str) -> list[float]:
+        """Each process's figure (its mean over its measured iterations)."""
+        return [o["_figures"][metric] for o in self.outputs if metric in o["_figures"]]
+
+    def center(self, metric: str = "iteration") -> tuple[float, float, float] | None:
+        """(mean over processes, CI low, CI high) in seconds, or None without values."""
+        figs = self.figures(metric)
+        if not figs:
+            return None
+        return stats.mean_t_ci(figs)
+
+    def precision_pct(self, metric: str = "iteration") -> float | None:
+        c = self.center(metric)
+        if c is None or math.isnan(c[1]) or not c[0]:
+            return None
+        return (c[2] - c[1]) / 2 / c[0] * 100
+
+    def iterations_ns(self) -> list[int]:
+        return [r["ns"] for o in self.outputs for r in o.get("records", [])]
+
+    def summaries(self) -> list[ProcessSummary]:
+        return [ProcessSummary.of(o) for o in self.outputs]
+
+    def drift(self) -> list[float]:
+        """Each process's rank correlation of its values with their order."""
+        out = []
+        for g in self.values("iteration"):
+            d = measure.drift(g)
+            if d is not None:
+                out.append(d)
+        return out
+
+
+@dataclass
+class RealData:
+    run_dir: Path
+    manifest: dict[str, Any]
+    cells: dict[tuple[str, str], Cell]
+    freqmaps: dict[str, dict[str, Any]]  # revision -> freqmap.json (Measured)
+
+    @property
+    def revisions(self) -> list[str]:
+        return list(self.manifest["revisions"])
+
+    @property
+    def presets(self) -> list[str]:
+        return list(self.manifest["presets"])
+
+    def cell(self, rev: str, preset: str) -> Cell:
+        return self.cells.get((rev, preset)) or Cell(rev, preset)
+
+    def forward_s(self, preset: str) -> float:
+        return float(self.manifest["presets"][preset]["forward_ms"]) / 1e3
+
+
+def load(run_dir: Path) -> RealData:
+    manifest = load_manifest(run_dir)
+    cells: dict[tuple[str, str], Cell] = {}
+    freqmaps: dict[str, dict[str, Any]] = {}
+    for entry in manifest.get("processes", []):
+        key = (entry["revision"], entry["preset"])
+        cell = cells.setdefault(key, Cell(*key))
+        if entry.get("mode") != "measure":
+            continue
+        out = read_json(run_dir / entry["file"])
+        if not out.get("ok"):
+            cell.failed.append(str(out.get("message")))
+            continue
+        iterations = int(manifest["presets"][entry["preset"]]["values"]["iterations"])
+        out["_values"] = measure.values(out.get("records", []), iterations)
+        out["_figures"] = measure.figures(out.get("records", []))
+        cell.outputs.append(out)
+    for rev in manifest.get("revisions", {}):
+        for preset in manifest.get("presets", {}):
+            path = run_dir / RAW / rev / preset / "freqmap.json"
+            if path.is_file():
+                freqmaps[rev] = read_json(path)
+    return RealData(run_dir, manifest, cells, freqmaps)
+
+
+def precision(run_dir: Path, preset: str) -> float | None:
+    """The least precise revision's 95% CI half-width of µs per iteration, in percent."""
+    data = load(run_dir)
+    reached = [data.cell(r, preset).precision_pct() for r in data.revisions]
+    if any(p is None for p in reached):
+        return None
+    return max(p for p in reached if p is not None) if reached else None
+
+
+# -- numbers as text ------------------------------------------------------------------------
+
+
+def us(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    return f"{value * 1e6:,.1f}"
+
+
+def with_ci(c: tuple[float, float, float] | None) -> str:
+    if c is None:
+        return "n/a"
+    if math.isnan(c[1]):
+        return f"{us(c[0])} µs (one process)"
+    return f"{us(c[0])} µs [{us(c[1])}, {us(c[2])}]"
+
+
+def tails(ns: list[int]) -> str:
+    if not ns:
+        return "n/a"
+    parts = []
+    for q, label in ((0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")):
+        if stats.supports_quantile(len(ns), q):
+            parts.append(f"{label} {stats.quantile(ns, q) / 1e3:,.0f}")
+    parts.append(f"max {max(ns) / 1e3:,.0f}")
+    return " / ".join(parts) + " µs"
+
+
+def gc_text(cell: Cell) -> str:
+    sums = cell.summaries()
+    its = sum(s.iterations for s in sums)
+    if not its:
+        return "n/a"
+    gens = [sum(s.gc_collections[g] for s in sums) * 1000 / its for g in range(3)]
+    pauses = [p for s in sums for p in s.gc_pause_ns]
+    worst = f", longest {max(pauses) / 1e6:,.2f} ms" if pauses else ""
+    share = sum(pauses) / max(1, sum(cell.iterations_ns())) * 100
+    return (
+        f"{gens[0]:,.0f} / {gens[1]:,.1f} / {gens[2]:,.2f} per 1,000 iterations (gen 0/1/2){worst}, "
+        f"{share:.1f}% of the time"
+    )
+
+
+def tracked_text(cell: Cell) -> str:
+    vals = [s.tracked_per_live for s in cell.summaries() if s.tracked_per_live is not None]
+    return f"{stats.median(vals):,.1f}" if vals else "n/a"
+
+
+def paired_difference(
+    a: Cell, b: Cell, metric: str = "iteration"
+) -> tuple[float, float, float] | None:
+    """b - a, in seconds: round k pairs process k of each (both over the same iterations of the
+    same request stream, moments apart); the mean of the rounds' differences with a 95% t
+    interval over rounds."""
+    rounds = [y - x for x, y in zip(a.figures(metric), b.figures(metric), strict=False)]
+    return stats.mean_t_ci(rounds) if rounds else None
+
+
+def _share(value: float | None, forward_s: float) -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    return f"{value / forward_s * 100:.3f}%"
+
+
+# -- what was stubbed and replaced ----------------------------------------------------------
+
+
+def replaced_lines(data: RealData) -> list[str]:
+    seen: dict[str, None] = {}
+    stubbed: dict[str, str] = {}
+    for cell in data.cells.values():
+        for output in cell.outputs:
+            for line in output.get("replaced", []):
+                seen[line] = None
+            for module, importer in output.get("stubbed", {}).items():
+                root = module.partition(".")[0]
+                stubbed.setdefault(root, importer)
+    out = [f"- replaced: {line}" for line in seen]
+    if stubbed:
+        out.append(
+            "- stubbed (GPU-only packages, imported by the revision at module level; a call "
+            "raises): "
+            + "; ".join(f"{m} (first imported by {i})" for m, i in sorted(stubbed.items()))
+        )
+    return out
+
+
+# -- summary.md and the terminal ------------------------------------------------------------
+
+
+def _setup(data: RealData) -> str:
+    revs = ", ".join(m["spec"] for m in data.manifest["revisions"].values())
+    n = sum(len(c.outputs) for c in data.cells.values())
+    env = data.manifest.get("machine", {})
+    where = ", ".join(f"{k} {v}" for k, v in env.items()) if env else "this machine"
+    return (
+        f"**Real scheduler**: {revs}, each revision's own Scheduler on the CPU with a stand-in "
+        f"model ({where}); {n} worker processes, values of consecutive iterations' mean."
+    )
+
+
+def summary_markdown(data: RealData) -> str:
+    lines = [
+        _setup(data),
+        "",
+        f"`{data.manifest.get('command', '')}`",
+        "",
+        "| preset | revision | µs per iteration [95% CI] | decode it. | extend it. | single "
+        "iterations | share of forward |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for preset in data.presets:
+        fwd = data.forward_s(preset)
+        for rev in data.revisions:
+            cell = data.cell(rev, preset)
+            c = cell.center()
+            lines.append(
+                f"| {preset} | {rev} | {with_ci(c)} | {us((cell.center('decode') or (math.nan,))[0])} "
+                f"| {us((cell.center('extend') or (math.nan,))[0])} | {tails(cell.iterations_ns())} "
+                f"| {_share(c[0] if c else None, fwd)} of {fwd * 1e3:,.0f} ms |"
+            )
+    if len(data.revisions) == 2:
+        a, b = data.revisions
+        lines += ["", f"Δ {b} minus {a}, paired per round (µs per iteration):", ""]
+        for preset in data.presets:
+            d = paired_difference(data.cell(a, preset), data.cell(b, preset))
+            if d is None:
+                continue
+            zero = (
+                "" if math.isnan(d[1]) or not d[1] <= 0 <= d[2] else " (the interval includes zero)"
+            )
+            ci = "" if math.isnan(d[1]) else f" [{d[1] * 1e6:+,.1f}, {d[2] * 1e6:+,.1f}]"
+            lines.append(
+                f"- {preset}: {d[0] * 1e6:+,.1f} µs{ci}, {_share(d[0], data.forward_s(preset))} of the forward{zero}"
+            )
+    lines += ["", "Phases, µs per iteration (" + ", ".join(SHOWN_PHASES) + "):", ""]
+    for preset in data.presets:
+        for rev in data.revisions:
+            cell = data.cell(rev, preset)
+            parts = [us((cell.center(p) or (math.nan,))[0]) for p in SHOWN_PHASES]
+            lines.append(f"- {preset} {rev}: " + " / ".join(parts))
+    lines += [
+        "",
+        "GC (heap frozen after warm-up, as SGLang's server asks) and tracked objects per live request:",
+        "",
+    ]
+    for preset in data.presets:
+        for rev in data.revisions:
+            cell = data.cell(rev, preset)
+            lines.append(
+                f"- {preset} {rev}: {gc_text(cell)}; {tracked_text(cell)} per live request"
+            )
+    lines += ["", "<details><summary>What was stubbed and replaced; precision</summary>", ""]
+    lines += replaced_lines(data)
+    for preset in data.presets:
+        for rev in data.revisions:
+            cell = data.cell(rev, preset)
+            p = cell.precision_pct()
+            drift = cell.drift()
+            dtext = (
+                f", drift (rank correlation with age) median {stats.median(drift):+.2f}"
+                if drift
+                else ""
+            )
+            lines.append(
+                f"- {preset} {rev}: {len(cell.outputs)} processes, ±{p:.1f}%{dtext}"
+                if p is not None
+                else f"- {preset} {rev}: {len(cell.outputs)} processes"
+            )
+            for f in cell.failed:
+                lines.append(f"  - failed: {f}")
+    lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def terminal(run_dir: Path) -> str:
+    data = load(run_dir)
+    text = summary_markdown(data)
+    body = text.split("<details>")[0]
+    return body.replace("**", "").rstrip()
+
+
+# -- pyperf and html ------------------------------------------------------------------------
+
+
+def to_pyperf(data: RealData) -> None:
+    from bench.base.names import BenchName
+    from bench.runformat.pyperf_io import BenchValues, dump_pyperf, to_pyperf_suite
+
+    runs: dict[str, list[BenchValues]] = {}
+    for cell in data.cells.values():
+        iterations = int(data.manifest["presets"][cell.preset]["values"]["iterations"])
+        for k, out in enumerate(cell.outputs):
+            for metric, vals in out["_values"].items():
+                name = str(BenchName.of("real", cell.revision, preset=cell.preset, metric=metric))
+                runs.setdefault(name, []).append(
+                    BenchValues(name, vals, [], iterations, "second", "frozen", worker=k)
+                )
+    if runs:
+        env = {"platform": data.manifest.get("machine", {}).get("platform")}
+        dump_pyperf(to_pyperf_suite(runs, env), data.run_dir / PYPERF)
+
+
+def _phase_plot(data: RealData) -> str | None:
+    """A stacked bar per (preset, revision): µs per iteration by phase, as a data: URI."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    labels, rows = [], []
+    for preset in data.presets:
+        for rev in data.revisions:
+            cell = data.cell(rev, preset)
+            labels.append(f"{preset}\n{rev}")
+            rows.append([(cell.center(p) or (0.0,))[0] * 1e6 for p in SHOWN_PHASES])
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    bottom = [0.0] * len(rows)
+    for j, phase in enumerate(SHOWN_PHASES):
+        heights = [r[j] for r in rows]
+        ax.bar(range(len(rows)), heights, bottom=bottom, label=phase)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    ax.set_ylabel("µs per iteration")
+    ax.legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def report_html(data: RealData) -> str:
+    from bench.report.markup import Html, page, pre, section, table, tag, void
+
+    head = [
+        "preset",
+        "revision",
+        "µs per iteration [95% CI]",
+        "decode",
+        "extend",
+        "single iterations",
+        "share of forward",
+        "processes",
+    ]
+    rows = []
+    for preset in data.presets:
+        for rev in data.revisions:
+            cell = data.cell(rev, preset)
+            c = cell.center()
+            rows.append(
+                [preset, rev, with_ci(c), us((cell.center("decode") or (math.nan,))[0]),
+                 us((cell.center("extend") or (math.nan,))[0]), tails(cell.iterations_ns()),
+                 _share(c[0] if c else None, data.forward_s(preset)), str(len(cell.outputs))]
+            )  # fmt: skip
+    parts = [
+        tag("header", tag("h1", "Real scheduler"), tag("p", _setup(data).replace("**", ""))),
+        section("summary", "Cost per iteration", table(head, rows)),
+    ]
+    plot = _phase_plot(data)
+    if plot:
+        parts.append(
+            section("phases", "Where an iteration goes", void("img", src=plot, alt="phases"))
+        )
+    parts.append(section("pr", "PR section (summary.md)", pre(summary_markdown(data))))
+    for rev, fm in data.freqmaps.items():
+        from bench.real import freqmap
+
+        measured = freqmap.Measured.from_json(fm)
+        parts.append(
+            section(
+                f"freq-{rev}",
+                f"Hot-path frequency map, measured at {rev}",
+                pre("\n".join(freqmap.lines(measured, freqmap.compare(measured)))),
+            )
+        )
+    parts.append(
+        section(
+            "manifest",
+            "Revisions and environments",
+            pre(json.dumps(data.manifest["revisions"], indent=1)),
+        )
+    )
+    return page("reqstate-bench: real scheduler", Html("".join(parts)))
+
+
+def write(run_dir: Path) -> None:
+    data = load(run_dir)
+    to_pyperf(data)
+    write_atomic(run_dir / SUMMARY, summary_markdown(data))
+    write_atomic(run_dir / REPORT, report_html(data))

@@ -1,0 +1,299 @@
+"""`python -m bench run --real SRC[,SRC]`: the revisions' own schedulers, measured.
+
+Each process is one driver (bench/real/driver/) in the revision's environment, building one
+preset's scheduler and measuring it; a round measures every (revision, preset) once, in a
+seeded shuffled order, so two revisions' processes of a round run moments apart over the same
+request stream (a comparison pairs them). The plan is `min_rounds` rounds; then, while the
+budget lasts, rounds go to the presets whose figure is still less precise than `precision_pct`
+(the 95% CI half-width of µs per iteration, every revision), the least precise first.
+
+Every process's output is written into the run folder as it ends (raw/), with the manifest
+updated, so an interrupted run keeps what it measured and reports it; the pyperf file, the
+report and summary.md are built from the raw outputs at the end (bench.real.report).
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
+from bench.base.storage import check_free_space, new_run_dir, write_json
+from bench.base.timing import wall_s
+from bench.real import presets as rp
+from bench.real import protocol, venv
+from bench.real.folder import MANIFEST, RAW, SCHEMA, raw_path
+from bench.real.presets import RealPreset
+from bench.real.source import Source, parse
+
+DEFAULT_BUDGET_S = 540.0
+DEFAULT_PRECISION_PCT = 10.0
+MIN_ROUNDS = 3
+MAX_ROUNDS = 40
+
+
+def progress(msg: str) -> None:
+    print(f"[real] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Revision:
+    """A revision and its environment (bench/real/venv.py)."""
+
+    source: Source
+    env: venv.Env
+    tree: Path | None
+    built_now: bool
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "spec": self.source.label,
+            "kind": self.source.kind,
+            "commit": self.source.commit,
+            "version": self.source.version,
+            "environment": self.env.key,
+            "environment_size_bytes": self.env.size_bytes,
+            "environment_build_s": self.env.build_s,
+            "built_now": self.built_now,
+            "stubs": self.env.stubs,
+        }
+
+
+def prepare(specs: list[str]) -> list[Revision]:
+    """Every revision parsed (all of them before any is built: a typo fails at once) and its
+    environment built or found."""
+    sources = [parse(s) for s in specs]
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise UsageError(f"the same revision twice: {', '.join(names)}")
+    out = []
+    for s in sources:
+        t0 = wall_s()
+        env, tree, built = venv.ensure(s, progress)
+        if built:
+            progress(
+                f"{s.label}: environment built in {wall_s() - t0:.0f} s, "
+                f"{env.size_bytes / 1e9:.2f} GB ({len(env.installed)} packages)"
+            )
+        out.append(Revision(s, env, tree, built))
+    return out
+
+
+def job(
+    rev: Revision, preset: RealPreset, *, seed: int, worker: int, mode: str = "measure"
+) -> dict[str, Any]:
+    """The driver's job for one process (bench.real.protocol)."""
+    from bench.core.hotpath import HOT_PATH
+
+    return {
+        "mode": mode,
+        "check_defined": [h.name for h in HOT_PATH] if mode == "count" else [],
+        "stubs": rev.env.stubs,
+        "env": dict(protocol.DRIVER_ENV),
+        "context_len": preset.context_len,
+        "server": preset.server(seed),
+        "workload": preset.workload(seed, protocol.VOCAB_SIZE),
+        "plan": preset.plan(),
+        "hash_seed": worker + 1,
+    }
+
+
+@dataclass
+class RealRun:
+    """What a real run measures and how long it may take."""
+
+    specs: list[str]
+    presets: list[RealPreset]
+    budget_s: float | None = DEFAULT_BUDGET_S
+    precision_pct: float = DEFAULT_PRECISION_PCT
+    min_rounds: int = MIN_ROUNDS
+    seed: int = 0
+    count: bool = True  # one untimed counting pass per revision (the frequency map)
+    command: str = ""
+    output_dir: Path = Path("reports")
+    changed: dict[str, Any] = field(default_factory=dict)  # --set on every preset
+
+
+def machine() -> dict[str, Any]:
+    import os
+    import platform
+
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": venv.TORCH_SPEC.partition("==")[2] or venv.TORCH_SPEC,
+        "platform": platform.platform(terse=True),
+    }
+
+
+def execute(cfg: RealRun) -> tuple[Path, int]:
+    """Measure; returns (the run folder, exit status). Interrupted: the folder keeps every
+    finished process and says what is missing."""
+    from bench.real import report
+
+    revisions = prepare(cfg.specs)
+    run_dir = new_run_dir(cfg.output_dir)
+    check_free_space(run_dir)
+    manifest: dict[str, Any] = {
+        "schema": SCHEMA,
+        "command": cfg.command,
+        "created": wall_s(),
+        "status": "running",
+        "revisions": {r.name: r.meta() for r in revisions},
+        "presets": {p.name: p.meta(cfg.changed) for p in cfg.presets},
+        "budget_s": cfg.budget_s,
+        "precision_pct": cfg.precision_pct,
+        "seed": cfg.seed,
+        "machine": machine(),
+        "processes": [],
+        "failures": {},
+    }
+    write_json(run_dir / MANIFEST, manifest)
+    status = "complete"
+    try:
+        _measure(cfg, revisions, run_dir, manifest)
+        if cfg.count:
+            _count(cfg, revisions, run_dir, manifest)
+    except KeyboardInterrupt:
+        status = "incomplete"
+        manifest["interrupted"] = True
+        progress("interrupted: the finished processes are kept")
+    if manifest["failures"]:
+        status = "failed" if status == "complete" else status
+    manifest["status"] = status
+    write_json(run_dir / MANIFEST, manifest)
+    report.write(run_dir)
+    print(report.terminal(run_dir))
+    print(f"run folder: {run_dir}")
+    return run_dir, EXIT_OK if status == "complete" else EXIT_FAILED
+
+
+def _one(
+    rev: Revision,
+    preset: RealPreset,
+    run_dir: Path,
+    manifest: dict[str, Any],
+    *,
+    seed: int,
+    index: int,
+    mode: str = "measure",
+) -> dict[str, Any]:
+    started = wall_s()
+    out = venv.run_driver(rev.env, rev.tree, job(rev, preset, seed=seed, worker=index, mode=mode))
+    path = raw_path(run_dir, rev.name, preset.name, index, mode)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out["process"] = {"index": index, "wall_s": round(wall_s() - started, 2), "mode": mode}
+    write_json(path, out)
+    entry = {
+        "revision": rev.name,
+        "preset": preset.name,
+        "index": index,
+        "mode": mode,
+        "ok": bool(out.get("ok")),
+        "wall_s": out["process"]["wall_s"],
+        "file": str(path.relative_to(run_dir)),
+    }
+    manifest["processes"].append(entry)
+    if not out.get("ok"):
+        manifest["failures"][f"{rev.name}/{preset.name}"] = out.get("message", "failed")
+    write_json(run_dir / MANIFEST, manifest)
+    return out
+
+
+def _measure(
+    cfg: RealRun, revisions: list[Revision], run_dir: Path, manifest: dict[str, Any]
+) -> None:
+    from bench.real.report import precision
+
+    rng = random.Random(cfg.seed)
+    started = wall_s()
+    index = 0
+    dead: set[tuple[str, str]] = set()  # (revision, preset) whose process failed
+    rounds: dict[str, int] = {p.name: 0 for p in cfg.presets}
+    cost: dict[str, float] = {}  # preset -> seconds per process (measured)
+    todo = [p for p in cfg.presets]
+    while todo:
+        units = [(r, p) for p in todo for r in revisions if (r.name, p.name) not in dead]
+        rng.shuffle(units)
+        for rev, preset in units:
+            label = f"{preset.name} {rev.source.label}, round {rounds[preset.name] + 1}"
+            progress(f"{label}: measuring (process {index + 1})")
+            t0 = wall_s()
+            out = _one(rev, preset, run_dir, manifest, seed=cfg.seed, index=index)
+            index += 1
+            cost[preset.name] = wall_s() - t0
+            if not out.get("ok"):
+                dead.add((rev.name, preset.name))
+                progress(f"{label}: failed: {out.get('message')}")
+        for p in todo:
+            rounds[p.name] += 1
+        spent = wall_s() - started
+        todo = []
+        for p in cfg.presets:
+            if rounds[p.name] < cfg.min_rounds:
+                todo.append(p)
+                continue
+            if cfg.budget_s is None or rounds[p.name] >= MAX_ROUNDS:
+                continue
+            reached = precision(run_dir, p.name)
+            if reached is None or reached <= cfg.precision_pct:
+                continue
+            todo.append(p)
+        if cfg.budget_s is not None and any(rounds[p.name] >= cfg.min_rounds for p in todo):
+            # the least precise first, while the rest of the budget pays for a round of each
+            todo.sort(key=lambda p: -(precision(run_dir, p.name) or 0.0))
+            left = cfg.budget_s - spent
+            affordable = []
+            for p in todo:
+                price = cost.get(p.name, 0.0) * len(revisions)
+                if rounds[p.name] < cfg.min_rounds or price <= left:
+                    affordable.append(p)
+                    left -= price
+            todo = affordable
+        manifest["rounds"] = rounds
+        manifest["measure_wall_s"] = round(wall_s() - started, 1)
+        write_json(run_dir / MANIFEST, manifest)
+        if todo:
+            shown = ", ".join(f"{p.name} ±{precision(run_dir, p.name) or 0:.1f}%" for p in todo)
+            progress(f"{len(todo)} preset(s) short of ±{cfg.precision_pct:g}%: {shown}")
+
+
+def run_count(rev: Revision, preset: RealPreset, *, seed: int = 0) -> dict[str, Any]:
+    """One untimed counting process (calls per function per iteration)."""
+    return venv.run_driver(rev.env, rev.tree, job(rev, preset, seed=seed, worker=0, mode="count"))
+
+
+def _count(
+    cfg: RealRun, revisions: list[Revision], run_dir: Path, manifest: dict[str, Any]
+) -> None:
+    """One untimed counting process per revision, on the first preset (bench.real.freqmap)."""
+    from bench.real import freqmap
+
+    preset = cfg.presets[0]
+    for rev in revisions:
+        progress(f"{preset.name} {rev.source.label}: counting calls per function (untimed)")
+        out = _one(rev, preset, run_dir, manifest, seed=cfg.seed, index=0, mode="count")
+        if out.get("ok"):
+            measured = freqmap.build(out, revision=rev.source.label, preset=preset.name)
+            freqmap.store(measured, rev.source)
+            write_json(run_dir / RAW / rev.name / preset.name / "freqmap.json", measured.to_json())
+
+
+def selected(names: list[str], changes: dict[str, Any]) -> list[RealPreset]:
+    try:
+        chosen = [rp.get(n) for n in names]
+        return [rp.with_changes(p, changes) for p in chosen] if changes else chosen
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def command_line(argv: list[str]) -> str:
+    return "python -m bench " + " ".join(shlex.quote(a) for a in argv)
