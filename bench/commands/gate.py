@@ -10,7 +10,63 @@ from bench.config.cliargs import SubParsers, csv_list, positive_int
 from strategies import resolve
 
 
+def _real_specs(args: argparse.Namespace) -> tuple[str, str]:
+    """--real PATH --base REV --head REV (a revision of PATH each; --head absent: PATH's
+    working tree), or --base and --head given whole (PATH@REV, sglang==X.Y.Z)."""
+    if not args.base:
+        raise UsageError("gate --real needs --base (a revision of --real PATH, or a whole source)")
+    if args.baseline:
+        raise UsageError("gate --real measures both sides itself: no --baseline")
+
+    def whole(text: str) -> bool:
+        return "==" in text or "@" in text
+
+    path = args.real
+    base = args.base if whole(args.base) or path in (None, "") else f"{path}@{args.base}"
+    if args.head is None:
+        if not path:
+            raise UsageError("gate --real without PATH needs --head (a whole source)")
+        head = path
+    else:
+        head = args.head if whole(args.head) or not path else f"{path}@{args.head}"
+    return base, head
+
+
+def _cmd_real_gate(args: argparse.Namespace) -> int:
+    from bench.real import presets as rp
+    from bench.real.gate import RealGate, presets_for, run
+
+    for attr in ("target", "strategy", "pattern", "lookup_op", "group"):
+        if getattr(args, attr, None):
+            raise UsageError(
+                f"gate --real measures the revisions' schedulers: no --{attr.replace('_', '-')}"
+            )
+    if args.mode != "wall":
+        raise UsageError(
+            "gate --real is wall clock only (a real scheduler under callgrind takes hours)"
+        )
+    base, head = _real_specs(args)
+    names = [x for group in (args.real_preset or [list(rp.GATE_DEFAULT)]) for x in group]
+    cfg = RealGate(
+        base=base,
+        head=head,
+        presets=presets_for(names),
+        rounds=args.rounds or 6,
+        threshold_pct=args.threshold if args.threshold is not None else 5.0,
+        threshold_us=args.threshold_us,
+        threshold_share_pct=args.threshold_share,
+        interpreter=args.real_python,
+    )
+    return run(
+        cfg,
+        json_out=Path(args.json) if args.json else None,
+        markdown_out=Path(args.markdown) if args.markdown else None,
+    )
+
+
 def _cmd_gate(args: argparse.Namespace) -> int:
+    if args.real is not None:
+        return _cmd_real_gate(args)
     from bench.base.storage import ROOT
     from bench.gate.config import load_gate_config
     from bench.gate.run import TargetSpec, run_gate
@@ -80,7 +136,30 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         help="gate a user's SGLang tree: PATH at --base REV against --head REV (default: its "
         "working tree), measured by this harness",
     )
-    p_gate.add_argument("--head", metavar="REV", help="with --target: the candidate revision")
+    p_gate.add_argument(
+        "--real",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="gate two revisions' own SGLang schedulers on the CPU (docs/REAL.md): PATH's "
+        "--base REV against --head REV (default: its working tree), or --base/--head given "
+        "whole (PATH@REV, sglang==X.Y.Z)",
+    )
+    p_gate.add_argument(
+        "--real-preset",
+        action="append",
+        type=csv_list,
+        metavar="NAME[,NAME]",
+        help="with --real: the presets gated (default prefill-chunked,decode-b256)",
+    )
+    p_gate.add_argument(
+        "--head", metavar="REV", help="with --target or --real: the candidate revision"
+    )
+    p_gate.add_argument(
+        "--real-python",
+        metavar="PYTHON",
+        help="with --real: this interpreter instead of building the revisions' environments",
+    )
     p_gate.add_argument(
         "--group",
         metavar="NAME",

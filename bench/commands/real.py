@@ -62,7 +62,7 @@ def _cmd_hotpath(args: argparse.Namespace) -> int:
     from bench.real import freqmap
     from bench.real.run import prepare, run_count
 
-    (rev,) = prepare([args.source])
+    (rev,) = prepare([args.source], args.real_python)
     preset = _presets([args.preset] if args.preset else ["decode-b256"], {})[0]
     _progress(f"{preset.name} {rev.source.label}: counting calls per function (untimed)")
     out = run_count(rev, preset, seed=args.seed)
@@ -155,6 +155,7 @@ def run_real(args: argparse.Namespace) -> int:
         command=command_line(args.argv),
         output_dir=Path(args.output_dir),
         changed=changes,
+        interpreter=args.real_python,
     )
     _run_dir, status = execute(cfg)
     return status
@@ -178,6 +179,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="NAME[,NAME]",
         help="with --real: the presets (default decode-b256,decode-b1024; list: python -m bench "
         "real presets); --set KEY=VALUE changes one in every preset",
+    )
+    p.add_argument(
+        "--real-python",
+        metavar="PYTHON",
+        help="with --real: run the revisions with this interpreter instead of building an "
+        "environment (its packages must import them)",
     )
     p.add_argument(
         "--no-count",
@@ -207,6 +214,11 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     h.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
     h.add_argument("--preset", help="the preset counted (default decode-b256)")
     h.add_argument("--seed", type=int, default=0)
+    h.add_argument(
+        "--real-python",
+        metavar="PYTHON",
+        help="this interpreter instead of building an environment",
+    )
     h.add_argument("--markdown", action="store_true", help="print the comparison as markdown")
     h.add_argument("--json", metavar="PATH", help="also write the measured map here")
     h.set_defaults(func=_cmd_hotpath)

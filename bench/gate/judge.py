@@ -9,6 +9,7 @@ without data on a side is a DataError, never a pass.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +127,9 @@ class WallRule:
     values_per_process: int
     paired: bool
     units: UnitThreshold = UnitThreshold()
+    # a benchmark's forward time in seconds (None: not a scheduler iteration); real mode's
+    # presets have their own (bench.real.gate)
+    forward: Callable[[str], float | None] = forward_s_of
 
     def _difference(self, num: list[float], den: list[float]) -> tuple[float, float, float]:
         """Median over rounds of each round's median paired difference num - den, with a
@@ -163,7 +167,7 @@ class WallRule:
             noise = abs(aa_cmp.ratio - 1) * 100
         bound = max(threshold, noise)
         verdict = gate_verdict((cmp.ratio - 1) * 100, bound, significant=cmp.significant)
-        forward = forward_s_of(name)
+        forward = self.forward(name)
         diff = self._difference(sides.cand, sides.base) if forward is not None else None
         bound_s = self.units.bound_s(forward) if forward is not None else None
         if bound_s is not None and diff is not None:

@@ -72,7 +72,7 @@ def verdict_line(judgements: list[Judgement], mode: str, status: str) -> str:
     worst = sorted(
         (j for j in judgements if j.verdict == "regression"),
         key=lambda j: (
-            not j.benchmark.startswith("step/"),
+            not j.benchmark.startswith(("step/", "real/")),
             -(j.share_of_forward or 0.0),
             -j.change_pct,
         ),

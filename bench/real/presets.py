@@ -244,6 +244,9 @@ PRESETS: dict[str, RealPreset] = {
 }
 
 DEFAULT = ("decode-b256", "decode-b1024")
+# What `gate --real` gates by default: a preset that admits requests every iteration (where
+# allocation and prefix matching run) and the decode batch at the CUDA-graph size.
+GATE_DEFAULT = ("prefill-chunked", "decode-b256")
 
 
 def get(name: str) -> RealPreset:

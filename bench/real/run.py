@@ -67,9 +67,9 @@ class Revision:
         }
 
 
-def prepare(specs: list[str]) -> list[Revision]:
+def prepare(specs: list[str], interpreter: str | None = None) -> list[Revision]:
     """Every revision parsed (all of them before any is built: a typo fails at once) and its
-    environment built or found."""
+    environment built or found (`interpreter`: the user's own, for every revision)."""
     sources = [parse(s) for s in specs]
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
@@ -77,7 +77,7 @@ def prepare(specs: list[str]) -> list[Revision]:
     out = []
     for s in sources:
         t0 = wall_s()
-        env, tree, built = venv.ensure(s, progress)
+        env, tree, built = venv.ensure(s, progress, interpreter=interpreter)
         if built:
             progress(
                 f"{s.label}: environment built in {wall_s() - t0:.0f} s, "
@@ -119,6 +119,7 @@ class RealRun:
     count: bool = True  # one untimed counting pass per revision (the frequency map)
     command: str = ""
     output_dir: Path = Path("reports")
+    interpreter: str | None = None  # --real-python: the user's environment, nothing built
     changed: dict[str, Any] = field(default_factory=dict)  # --set on every preset
 
 
@@ -139,7 +140,7 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
     finished process and says what is missing."""
     from bench.real import report
 
-    revisions = prepare(cfg.specs)
+    revisions = prepare(cfg.specs, cfg.interpreter)
     run_dir = new_run_dir(cfg.output_dir)
     check_free_space(run_dir)
     manifest: dict[str, Any] = {

@@ -66,6 +66,10 @@ GPU_ONLY_MODULES = frozenset(
         "nvshmem", "pynvml", "tilelang", "quack", "humming", "tokenspeed_mla", "decord",
     }
 )  # fmt: skip
+# Stubbed in every environment: imported at module level on the scheduler's path by every
+# revision read (sgl_kernel's CPU ops under SGLANG_USE_CPU_ENGINE, torchvision by the configs of
+# vision models and transformers' image processors); the probe adds others a revision needs.
+DEFAULT_STUBS = ("sgl_kernel", "torchvision")
 # triton is GPU-only in spirit but imported at module level on the scheduler's path and works on
 # the CPU (@triton.jit defines, launching fails): installed, with the CPU install's pin.
 CPU_CAPABLE = ("triton",)
@@ -108,10 +112,11 @@ class Env:
     size_bytes: int
     python: str
     log: list[str] = field(default_factory=list)
+    given: str | None = None  # an interpreter the user gave (--real-python): nothing was built
 
     @property
     def interpreter(self) -> Path:
-        return self.path / "bin" / "python"
+        return Path(self.given) if self.given else self.path / "bin" / "python"
 
     def sys_path(self, tree: Path | None) -> list[str]:
         """PYTHONPATH for the driver: this harness (for bench.real.driver), then the tree."""
@@ -221,11 +226,43 @@ def load(key: str) -> Env | None:
     return Env(**raw)
 
 
+def given(source: Source, interpreter: str) -> tuple[Env, Path | None, bool]:
+    """An environment the user prepared (--real-python): its interpreter, nothing installed
+    or probed; the default stubs."""
+    path = Path(interpreter)
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise UsageError(f"--real-python {interpreter}: no such interpreter")
+    env = Env(
+        key="given",
+        path=path.parent,
+        source_label=source.label,
+        requirements=[],
+        stubs=list(DEFAULT_STUBS),
+        installed={},
+        build_s=0.0,
+        size_bytes=0,
+        python="",
+        given=str(path),
+    )
+    tree = src.export(source, trees_dir())
+    result = probe(env, tree, [])
+    if not result.get("ok"):
+        raise UsageError(f"{source.label} cannot be run by {path.name}: {result.get('message')}")
+    return env, tree, False
+
+
 def ensure(
-    source: Source, progress: Callable[[str], None] = lambda _m: None, *, rebuild: bool = False
+    source: Source,
+    progress: Callable[[str], None] = lambda _m: None,
+    *,
+    rebuild: bool = False,
+    interpreter: str | None = None,
 ) -> tuple[Env, Path | None, bool]:
     """(the revision's environment, the folder to put on sys.path, whether it was built now).
-    Built once per key, under a lock (a second process waits for the first)."""
+    Built once per key, under a lock (a second process waits for the first); `interpreter`:
+    the user's own instead (nothing is built)."""
+    if interpreter:
+        return given(source, interpreter)
     plan = plan_for(source)
     with _locked(venvs_dir() / f".{plan.key}.lock"):
         tree = src.export(source, trees_dir())
@@ -319,7 +356,7 @@ def _build_into(
             one = _pip(python, [req], constraints, log)
             if one.returncode != 0:
                 progress(f"  {req}: not installable ({_last_error(one)}); the probe decides")
-    stubs = sorted({"sgl_kernel", "torchvision"})
+    stubs = list(DEFAULT_STUBS)
     env = Env(
         key=plan.key,
         path=where,

@@ -85,12 +85,16 @@ def install(channel: Channel) -> list[str]:
         for part in parts:
             channel.sent(part)
 
-    zmq.Socket.bind = _bind
-    zmq.Socket.connect = _connect
-    zmq.Socket.recv = _recv
-    zmq.Socket.recv_multipart = _recv_multipart
-    zmq.Socket.send = _send
-    zmq.Socket.send_multipart = _send_multipart
+    patches = {
+        "bind": _bind,
+        "connect": _connect,
+        "recv": _recv,
+        "recv_multipart": _recv_multipart,
+        "send": _send,
+        "send_multipart": _send_multipart,
+    }
+    for name, func in patches.items():
+        setattr(zmq.Socket, name, func)
     return [
         "zmq.Socket.recv: the scheduler's input socket reads the driver's queued requests; every "
         "other socket is empty",

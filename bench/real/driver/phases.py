@@ -53,6 +53,7 @@ TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
         (_PRE, "SchedulerDisaggregationPrefillMixin.process_batch_result_disagg_prefill"),
     ),
     "output": (
+        (_SCHED, "Scheduler.stream_output"),
         (_OUT, "SchedulerOutputStreamer.stream_output"),
         (_MIXIN, "SchedulerOutputProcessorMixin.stream_output"),
     ),

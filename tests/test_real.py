@@ -1,0 +1,339 @@
+"""Real mode without SGLang: the driver's parts one by one, and the whole path (environment,
+driver processes, run folder, report, gate, frequency map) on a tiny SGLang-shaped tree the test
+writes (tests/real_tree.py), run by this interpreter (--real-python) so nothing is installed.
+The same commands against sglang 0.5.23 from the registry are tests/test_real_sglang.py."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.base.errors import UsageError
+from bench.real import freqmap, measure, source, venv
+from bench.real.driver import stubs
+from bench.real.driver.phases import Phases
+from tests import real_tree
+from tests.helpers import run_cli
+
+PY = sys.executable
+
+
+# -- the stubs ------------------------------------------------------------------------------
+
+
+def test_a_stub_imports_and_raises_when_used() -> None:
+    finder = stubs.install(["reqstate_gpu_pkg"], {"reqstate_gpu_pkg": "0.28.0"})
+    try:
+        mod = importlib.import_module("reqstate_gpu_pkg.ops")
+        from reqstate_gpu_pkg.ops import launch  # type: ignore[import-not-found]
+
+        top = importlib.import_module("reqstate_gpu_pkg")
+        assert top.__version__ == "0.28.0"
+        assert "reqstate_gpu_pkg.ops" in finder.served
+        with pytest.raises(stubs.StubReached, match=r"reqstate_gpu_pkg\.ops\.launch was called"):
+            launch(1)
+        with pytest.raises(stubs.StubReached, match="tested for truth"):
+            bool(mod.flag)
+        with pytest.raises(stubs.StubReached, match="iterated"):
+            list(mod.items)
+
+        class Sub(mod.Base):  # type: ignore[name-defined,misc]
+            pass
+
+        with pytest.raises(stubs.StubReached, match="instantiated"):
+            Sub()
+    finally:
+        sys.meta_path.remove(finder)
+        for name in [n for n in sys.modules if n.startswith("reqstate_gpu_pkg")]:
+            del sys.modules[name]
+
+
+def test_stub_versions_pair_torchvision_with_torch() -> None:
+    assert stubs.paired_versions("2.13.0+cpu") == {"torchvision": "0.28.0"}
+    assert stubs.paired_versions("2.9.1") == {"torchvision": "0.24.0"}
+
+
+# -- phases and values ----------------------------------------------------------------------
+
+
+def test_phases_are_exclusive_and_add_up() -> None:
+    ph = Phases()
+    ph.enter("schedule")
+    ph.enter("prepare")
+    ph.leave()
+    ph.leave()
+    ph.enter("stand_in")
+    ph.leave()
+    total = sum(ph.ns.values()) + 1000
+    out = ph.take(total)
+    assert out["other"] == 1000
+    assert sum(out.values()) == total
+    assert ph.ns["schedule"] == 0  # take() starts afresh
+
+
+def _rec(ns: int, mode: str = "DECODE", batch: int = 4, **kw: Any) -> dict[str, Any]:
+    phases = {
+        p: 0
+        for p in (
+            "receive",
+            "schedule",
+            "prepare",
+            "forward",
+            "result",
+            "output",
+            "stand_in",
+            "other",
+        )
+    }
+    phases["result"] = ns
+    base = {"ns": ns, "phases": phases, "mode": mode, "batch": batch, "finished": 0,
+            "received": 0, "gc_ns": 0, "gc_collections": [0, 0, 0], "sent_bytes": 10}  # fmt: skip
+    return {**base, **kw}
+
+
+def test_values_are_window_means_by_kind() -> None:
+    recs = [_rec(1000), _rec(3000, "EXTEND"), _rec(2000), _rec(4000)]
+    vals = measure.values(recs, 2)
+    assert vals["iteration"] == [2e-6, 3e-6]
+    assert vals["decode"] == [1e-6, 3e-6]
+    assert vals["extend"] == [3e-6]
+    assert measure.figures(recs)["iteration"] == pytest.approx(2.5e-6)
+
+
+def test_drift_is_a_rank_correlation() -> None:
+    assert measure.drift([1, 2, 3, 4, 5]) == pytest.approx(1.0)
+    assert measure.drift([5, 4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert measure.drift([1, 2]) is None
+
+
+# -- the frequency map ----------------------------------------------------------------------
+
+
+def test_classify_tells_per_iteration_from_per_request() -> None:
+    events = [{"per_iteration": 1.0, "per_batch_request": float(b), "per_new_request": float(n),
+               "per_finished_request": 0.0, "per_prefill_chunk": 0.0}
+              for b, n in ((4, 1), (6, 0), (5, 2), (7, 1))]  # fmt: skip
+    per_req = freqmap.classify([8, 12, 10, 14], events)
+    assert per_req is not None
+    assert (per_req.frequency, per_req.rate) == ("per_batch_request", pytest.approx(2.0))
+    once = freqmap.classify([1, 1, 1, 1], events)
+    assert once is not None
+    assert once.frequency == "per_iteration"
+    arrivals = freqmap.classify([1, 0, 2, 1], events)
+    assert arrivals is not None
+    assert arrivals.frequency == "per_new_request"
+    # a constant batch: B calls fit "once per iteration" (rate B) and "per request" (rate 1)
+    flat = [{**e, "per_batch_request": 256.0} for e in events]
+    tie = freqmap.classify([256, 256, 256, 256], flat)
+    assert tie is not None
+    assert tie.frequency == "per_batch_request"
+
+
+def test_compare_says_agree_differ_missing_new() -> None:
+    recs = [_rec(1, "DECODE", 4), _rec(1, "DECODE", 6)]
+    calls = [
+        {"a.py:1:ScheduleBatch.prepare_for_decode": 1, "a.py:9:Req.update_finish_state": 4,
+         "sglang/srt/managers/x.py:3:Helper.per_request": 8},
+        {"a.py:1:ScheduleBatch.prepare_for_decode": 1, "a.py:9:Req.update_finish_state": 6,
+         "sglang/srt/managers/x.py:3:Helper.per_request": 12},
+    ]  # fmt: skip
+    out = {
+        "records": recs,
+        "calls": calls,
+        "functions": {
+            k: [k.split(":")[2], k.split(":")[0], int(k.split(":")[1])] for k in calls[0]
+        },
+        "defined": {"Req.check_finished": False},
+    }
+    m = freqmap.build(out, revision="t", preset="p")
+    rows = {r.name: r for r in freqmap.compare(m)}
+    assert rows["ScheduleBatch.prepare_for_decode"].status == "agree"
+    assert rows["Req.update_finish_state"].status == "agree"
+    assert rows["Req.check_finished"].measured == "not defined at this revision"
+    assert rows["ScheduleBatch.check_decode_mem"].status == "missing"
+    assert rows["Helper.per_request"].status == "new"
+    table = m.as_table("c0ffee")
+    assert {h.name for h in table.rows} >= {"ScheduleBatch.prepare_for_decode"}
+
+
+# -- sources and environments ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def toy_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    variants = ("fast", "slow_alloc", "gpu_import", "gpu_call", "missing")
+    return real_tree.write_repo(tmp_path_factory.mktemp("toy") / "sglang", variants)
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REQSTATE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def test_sources_are_parsed_and_refused_in_one_line(toy_repo: Path, tmp_path: Path) -> None:
+    reg = source.parse("sglang==0.5.23")
+    assert (reg.kind, reg.name, reg.key) == ("registry", "sglang-0.5.23", "pypi-0.5.23")
+    git = source.parse(f"{toy_repo}@fast")
+    assert git.kind == "git"
+    assert git.name.startswith("sglang-")
+    assert len(git.commit or "") == 40
+    with pytest.raises(UsageError, match="unrecognised revision"):
+        source.parse(f"{toy_repo}@nope")
+    with pytest.raises(UsageError, match="no such folder"):
+        source.parse(f"{tmp_path}/absent@HEAD")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(UsageError, match="git repository"):
+        source.parse(str(plain))
+
+
+def test_the_dependency_list_less_gpu_packages_keys_the_environment(toy_repo: Path) -> None:
+    plan = venv.plan_for(source.parse(f"{toy_repo}@fast"))
+    names = set(plan.wanted)
+    assert {"aiohttp", "transformers", "xgrammar", "triton"} <= names
+    assert not names & {"sglang-kernel", "flashinfer-python", "torch", "torchvision", "decord2"}
+    assert plan.wanted["triton"] == "triton==3.7.0"  # the CPU install's pin
+    assert "triton==3.7.0" in plan.constraints
+    assert venv.TORCH_SPEC in plan.constraints
+    again = venv.plan_for(source.parse(f"{toy_repo}@slow_alloc"))
+    assert again.key == plan.key  # same dependency list: one environment
+    assert venv.dist_for("zmq", plan.wanted) == "pyzmq"
+    assert venv.dist_for("transformers", plan.wanted) == "transformers==5.12.1"
+
+
+def test_export_puts_the_commit_in_the_cache_not_the_repository(toy_repo: Path) -> None:
+    src = source.parse(f"{toy_repo}@slow_alloc")
+    tree = source.export(src, venv.trees_dir())
+    assert tree is not None
+    assert (tree / "sglang" / "srt" / "managers" / "scheduler.py").is_file()
+    assert "free_slots[:n]" in (tree / "sglang/srt/managers/scheduler.py").read_text()
+    assert not (toy_repo / ".complete").exists()
+    assert source.export(src, venv.trees_dir()) == tree  # once
+
+
+# -- the whole path, on the toy tree --------------------------------------------------------
+
+SMALL = ["--set", "running=16", "--set", "warmup=5", "--set", "iterations=10", "--set", "values=3"]
+
+
+def _run(toy: Path, rev: str, out: Path, *extra: str) -> Any:
+    return run_cli(
+        "run", "--real", f"{toy}@{rev}", "--real-python", PY, "--real-preset", "decode-b256",
+        *SMALL, "--budget", "off", "--output-dir", str(out), *extra, timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_run_real_writes_figures_pyperf_report_and_map(toy_repo: Path, tmp_path: Path) -> None:
+    proc = _run(toy_repo, "gpu_import", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert sum(p["mode"] == "measure" and p["ok"] for p in manifest["processes"]) == 3
+    summary = (run_dir / "summary.md").read_text()
+    assert "µs per iteration [95% CI]" in summary
+    assert "decode-b256" in summary
+    assert "stubbed" in summary
+    assert "sgl_kernel" in summary
+    assert "ModelRunner.forward" in summary  # what the driver replaced
+    assert "µs per iteration" in proc.stdout
+    assert len(proc.stdout.splitlines()) < 40
+    import pyperf
+
+    suite = pyperf.BenchmarkSuite.load(str(run_dir / "real.json"))
+    names = suite.get_benchmark_names()
+    assert any(n.endswith("preset=decode-b256/metric=iteration") for n in names)
+    assert "<img" in (run_dir / "report.html").read_text()
+    fm = json.loads(next((run_dir / "raw").rglob("freqmap.json")).read_text())
+    assert "ScheduleBatch.prepare_for_decode" in {f["qualname"] for f in fm["functions"].values()}
+
+
+@pytest.mark.slow
+def test_a_stub_reached_in_the_loop_fails_the_run_naming_it(toy_repo: Path, tmp_path: Path) -> None:
+    proc = _run(toy_repo, "gpu_call", tmp_path, "--no-count")
+    assert proc.returncode != 0
+    # the environment's probe steps the loop, so the stub is met before anything is measured
+    assert "sgl_kernel.ops.launch was called" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_revision_that_cannot_be_imported_is_refused_in_one_line(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    proc = _run(toy_repo, "missing", tmp_path)
+    assert proc.returncode == 2
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert "reqstate_not_installed_pkg" in line
+    assert "sglang.srt.managers.scheduler" in line
+    assert not any(tmp_path.iterdir())  # refused before a run folder was made
+
+
+def test_run_real_refuses_synthetic_options_and_bad_presets(toy_repo: Path) -> None:
+    proc = run_cli("run", "--real", f"{toy_repo}@fast", "--suite", "step")
+    assert proc.returncode == 2
+    assert "not with --real" in proc.stderr
+    proc = run_cli("run", "--real", f"{toy_repo}@fast", "--real-preset", "decode-b7")
+    assert proc.returncode == 2
+    assert "unknown real preset" in proc.stderr
+    proc = run_cli("run", "--real", f"{toy_repo}@fast", "--set", "decode_batch=4")
+    assert proc.returncode == 2
+    assert "with --real, KEY is one of" in proc.stderr
+    proc = run_cli("gate", "--real", str(toy_repo))
+    assert proc.returncode == 2
+    assert "needs --base" in proc.stderr
+    proc = run_cli(
+        "gate", "--real", str(toy_repo), "--base", "fast", "--rounds", "5", "--real-python", PY
+    )
+    assert proc.returncode == 2
+    assert "at least 6" in proc.stderr
+
+
+@pytest.mark.slow
+def test_gate_real_fails_a_slower_admission_and_passes_identical_code(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    args = ["--real-python", PY, "--real-preset", "prefill-chunked", "--rounds", "6"]
+    slow = run_cli(
+        "gate", "--real", str(toy_repo), "--base", "fast", "--head", "slow_alloc", *args,
+        "--json", str(tmp_path / "slow.json"), "--markdown", str(tmp_path / "slow.md"), timeout=600,
+    )  # fmt: skip
+    assert slow.returncode == 1, slow.stderr[-2000:]
+    md = (tmp_path / "slow.md").read_text()
+    assert "REGRESSION" in md.splitlines()[0]
+    assert "real/scheduler/preset=prefill-chunked" in md
+    assert "resolution (identical code, A/A)" in md
+    assert "ModelRunner.sample" in md
+    same = run_cli(
+        "gate", "--real", str(toy_repo), "--base", "fast", "--head", "fast", *args,
+        "--json", str(tmp_path / "same.json"), "--markdown", str(tmp_path / "same.md"), timeout=600,
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr[-2000:]
+    result = json.loads((tmp_path / "same.json").read_text())
+    assert result["status"] == "pass"
+    assert result["mode"] == "real"
+
+
+@pytest.mark.slow
+def test_real_hotpath_prints_the_map_and_keeps_it_for_target_mode(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    proc = run_cli(
+        "real", "hotpath", f"{toy_repo}@fast", "--real-python", PY, "--preset", "decode-b256"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "beside bench/core/hotpath.py" in proc.stdout
+    assert "ScheduleBatch.prepare_for_decode" in proc.stdout
+    from bench.core import hotpath
+
+    commit = source.parse(f"{toy_repo}@fast").commit
+    find, table = hotpath.resolver(commit)
+    assert table.startswith("measured at")
+    row = find("ScheduleBatch.prepare_for_decode")
+    assert row is not None
+    assert "measured" in row.called
