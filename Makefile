@@ -22,12 +22,13 @@ MODE        ?=
 # ones (measured runs, gates under callgrind or the wall clock) run one at a time.
 TEST_WORKERS ?= auto
 
-.PHONY: setup test test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
+.PHONY: setup test test-real test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
 
 help:
 	@echo "make bench         run the default benchmark set and write the report (QUICK=1 for the quick set)"
 	@echo "make test          run the harness's tests (lint, types, every test)"
 	@echo "make test-fast     the inner loop: lint and the tests not marked slow (under 2 minutes)"
+	@echo "make test-real     real mode against sglang 0.5.23 from the registry (builds its environment once)"
 	@echo "make bench-pytest  run the pytest-benchmark lookup suite"
 	@echo "make profile       py-spy flamegraphs for every strategy"
 	@echo "make gate          regression gate of the working tree against BASE (default: merge base with main)"
@@ -62,14 +63,20 @@ test: $(STAMP)
 	"$(PY)" -m ruff check .
 	"$(PY)" -m ruff format --check .
 	"$(PY)" -m mypy
-	"$(PY)" -m pytest -q -m "not slow" -n $(TEST_WORKERS)
-	"$(PY)" -m pytest -q -m slow
+	"$(PY)" -m pytest -q -m "not slow and not real" -n $(TEST_WORKERS)
+	"$(PY)" -m pytest -q -m "slow and not real"
+
+# Real mode against sglang 0.5.23 from the registry (tests/test_real_sglang.py): builds its
+# environment into the user's cache the first time (a few minutes, ~2.5 GB), then runs its own
+# scheduler. CI runs it after `make test`.
+test-real: $(STAMP)
+	"$(PY)" -m pytest -q -m real
 
 # The inner loop: everything but the tests marked slow (gates, measured runs, history,
 # reliability under signals); make test runs them all.
 test-fast: $(STAMP)
 	"$(PY)" -m ruff check .
-	"$(PY)" -m pytest -q -m "not slow" -n $(TEST_WORKERS)
+	"$(PY)" -m pytest -q -m "not slow and not real" -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	"$(PY)" -m ruff check .

@@ -273,6 +273,35 @@ FILES: dict[str, str] = {
     """,
 }
 
+# A side table of per-request state behind a getter, and the forward's scan over the batch (the
+# shape of the state home real mode's --real-home replaces: bench/real/driver/inject.py).
+SIDE_TABLE = """
+import weakref
+
+
+class State:
+    def __init__(self):
+        self.capture_layer_ids = None
+
+
+_states = weakref.WeakKeyDictionary()
+
+
+def get_pd_hidden_req_state(req):
+    state = _states.get(req)
+    if state is None:
+        state = _states[req] = State()
+    return state
+
+
+def get_pd_hidden_capture_layer_ids(reqs):
+    for req in reqs:
+        ids = get_pd_hidden_req_state(req).capture_layer_ids
+        if ids:
+            return list(ids)
+    return None
+"""
+
 ALLOC = {
     "fast": "out = self.free_slots[-n:] if n else []\n                del self.free_slots[len(self.free_slots) - n:]\n                return out",
     "slow_alloc": "out = self.free_slots[:n]\n                self.free_slots = self.free_slots[n:]\n                for _ in range(200):\n                    list(self.free_slots)\n                return out",
@@ -285,8 +314,12 @@ def write(root: Path, variant: str = "fast") -> Path:
         "gpu_import": "import sgl_kernel.ops as gpu_ops",
         "gpu_call": "import sgl_kernel.ops as gpu_ops",
         "missing": "import reqstate_not_installed_pkg",
+        "side_table": "from sglang.srt.disaggregation.hidden_state import get_pd_hidden_capture_layer_ids",
     }.get(variant, "")
-    gpu_call = "gpu_ops.launch(batch)" if variant == "gpu_call" else "pass"
+    gpu_call = {
+        "gpu_call": "gpu_ops.launch(batch)",
+        "side_table": "get_pd_hidden_capture_layer_ids(batch.reqs)",
+    }.get(variant, "pass")
     alloc = ALLOC["slow_alloc" if variant == "slow_alloc" else "fast"]
     base = root / "python"
     for rel, text in FILES.items():
@@ -295,6 +328,15 @@ def write(root: Path, variant: str = "fast") -> Path:
         body = text.replace("{extra_import}", extra_import).replace("{gpu_call}", gpu_call)
         body = textwrap.dedent(body.replace("{alloc}", alloc))
         path.write_text(body.lstrip("\n"), encoding="utf-8")
+    table = base / "sglang" / "srt" / "disaggregation"
+    if variant == "side_table":
+        table.mkdir(parents=True, exist_ok=True)
+        (table / "__init__.py").write_text("", encoding="utf-8")
+        (table / "hidden_state.py").write_text(SIDE_TABLE.lstrip("\n"), encoding="utf-8")
+    elif table.exists():
+        import shutil
+
+        shutil.rmtree(table)
     return base
 
 

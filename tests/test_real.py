@@ -166,7 +166,7 @@ def test_compare_says_agree_differ_missing_new() -> None:
 
 @pytest.fixture(scope="module")
 def toy_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    variants = ("fast", "slow_alloc", "gpu_import", "gpu_call", "missing")
+    variants = ("fast", "slow_alloc", "gpu_import", "gpu_call", "missing", "side_table")
     return real_tree.write_repo(tmp_path_factory.mktemp("toy") / "sglang", variants)
 
 
@@ -337,3 +337,45 @@ def test_real_hotpath_prints_the_map_and_keeps_it_for_target_mode(
     row = find("ScheduleBatch.prepare_for_decode")
     assert row is not None
     assert "measured" in row.called
+
+
+def test_docs_real_holds_the_presets_table() -> None:
+    """docs/REAL.md's preset tables are `python -m bench real presets --markdown`."""
+    from bench.real import presets
+    from tests.helpers import ROOT
+
+    text = (ROOT / "docs" / "REAL.md").read_text(encoding="utf-8")
+    begin, end = "<!-- presets:begin -->\n", "<!-- presets:end -->"
+    committed = text[text.index(begin) + len(begin) : text.index(end)]
+    assert committed == presets.markdown(), "regenerate: python -m bench real presets --markdown"
+
+
+def test_every_preset_value_has_a_source() -> None:
+    from bench.real import presets
+
+    for p in presets.PRESETS.values():
+        for key, value, src in p.rows():
+            if key in ("prefix_groups", "prefix_len") and value == "0":
+                continue
+            assert src, f"{p.name}.{key} has no source"
+
+
+@pytest.mark.slow
+def test_a_built_in_strategy_replaces_a_side_table_home(toy_repo: Path, tmp_path: Path) -> None:
+    proc = run_cli(
+        "run", "--real", f"{toy_repo}@side_table,{toy_repo}@fast", "--real-python", PY,
+        "--real-home", "dynattr,rid_dict", "--real-preset", "decode-b256", *SMALL,
+        "--budget", "off", "--no-count", "--output-dir", str(tmp_path), timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "no PD hidden side table, measured as written only" in proc.stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    names = sorted(manifest["revisions"])
+    assert len(names) == 4  # side_table as written, +dynattr, +rid_dict; fast as written
+    assert sum(n.endswith(".dynattr") for n in names) == 1
+    injected = next(p for p in manifest["processes"] if p["revision"].endswith(".rid_dict"))
+    raw = json.loads((run_dir / injected["file"]).read_text())
+    assert raw["injected"] == "rid_dict"
+    assert any("PD hidden state home: rid_dict" in line for line in raw["replaced"])
+    assert raw["ok"]

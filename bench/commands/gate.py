@@ -45,12 +45,16 @@ def _cmd_real_gate(args: argparse.Namespace) -> int:
         raise UsageError(
             "gate --real is wall clock only (a real scheduler under callgrind takes hours)"
         )
+    from bench.commands.real import parse_set
+    from bench.real.presets import with_changes
+
     base, head = _real_specs(args)
     names = [x for group in (args.real_preset or [list(rp.GATE_DEFAULT)]) for x in group]
+    changes = parse_set(args.set)
     cfg = RealGate(
         base=base,
         head=head,
-        presets=presets_for(names),
+        presets=tuple(with_changes(p, changes) for p in presets_for(names)),
         rounds=args.rounds or 6,
         threshold_pct=args.threshold if args.threshold is not None else 5.0,
         threshold_us=args.threshold_us,
@@ -154,6 +158,13 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     )
     p_gate.add_argument(
         "--head", metavar="REV", help="with --target or --real: the candidate revision"
+    )
+    p_gate.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="with --real: change a preset value in every gated preset (python -m bench real "
+        "presets --explain NAME)",
     )
     p_gate.add_argument(
         "--real-python",

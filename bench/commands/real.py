@@ -156,6 +156,7 @@ def run_real(args: argparse.Namespace) -> int:
         output_dir=Path(args.output_dir),
         changed=changes,
         interpreter=args.real_python,
+        homes=[x for group in (args.real_home or []) for x in group],
     )
     _run_dir, status = execute(cfg)
     return status
@@ -185,6 +186,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="PYTHON",
         help="with --real: run the revisions with this interpreter instead of building an "
         "environment (its packages must import them)",
+    )
+    p.add_argument(
+        "--real-home",
+        action="append",
+        type=csv_list,
+        metavar="STRATEGY[,STRATEGY]",
+        help="with --real: also measure each revision that keeps PD hidden state in a side table "
+        "(PR #652's hidden_state.py) with these built-in strategies as its home",
     )
     p.add_argument(
         "--no-count",

@@ -2,9 +2,11 @@
 gated on their cost per iteration.
 
 The revisions cannot share an interpreter, so each round starts one driver process per side
-(base, candidate, and an A/A copy of the candidate) per preset, in a seeded shuffled order:
-value i of every side comes from the same round and covers the same iterations of the same
-request stream. The judgement is the wall gate's own (bench.gate.judge.WallRule): per round the
+(base, candidate, and an A/A copy of the candidate) per preset, together, and lets them measure
+their windows in turns (bench.real.process, lockstep: window i of every side within a second or
+so of the others', in a seeded shuffled order, never at the same time): value i of every side
+comes from the same round, moments apart, and covers the same iterations of the same request
+stream. The judgement is the wall gate's own (bench.gate.judge.WallRule): per round the
 median of the value-by-value ratios and differences, over rounds the median with a bootstrap
 CI; a benchmark fails when its slowdown is significant and beyond its bound, the larger of the
 threshold and what the A/A copy moved. The threshold is a share of the iteration (percent), and
@@ -20,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from bench.gate.render import render_markdown, render_terminal
 from bench.real import presets as rp
 from bench.real.measure import values
 from bench.real.presets import RealPreset
+from bench.real.process import run_lockstep
 from bench.real.run import Revision, job, prepare, progress
 
 SCHEMA = "reqstate-bench-gate/1"
@@ -78,15 +81,17 @@ def measure(
     index = 0
     for r in range(cfg.rounds):
         for preset in cfg.presets:
-            order = list(SIDES)
-            rng.shuffle(order)
-            for side in order:
+            progress(
+                f"gate round {r + 1}/{cfg.rounds}, {preset.name}: base, candidate, A/A in lockstep"
+            )
+            units = []
+            for k, side in enumerate(SIDES):
                 rev = sides["candidate" if side == "aa" else side]
-                progress(
-                    f"gate round {r + 1}/{cfg.rounds}, {preset.name}: {side} ({rev.source.label})"
-                )
-                res = _drive(rev, preset, cfg.seed, index)
-                index += 1
+                units.append((rev.env, rev.tree, job(rev, preset, seed=cfg.seed, worker=index + k)))
+            index += len(SIDES)
+            results = run_lockstep(units, rng)
+            for side, res in zip(SIDES, results, strict=True):
+                rev = sides["candidate" if side == "aa" else side]
                 if not res.get("ok"):
                     raise DataError(
                         f"{side} ({rev.source.label}) {preset.name}: {res.get('message')}"
@@ -103,12 +108,6 @@ def measure(
                 for line in res.get("replaced", []):
                     seen["replaced"][line] = None
     return out, seen
-
-
-def _drive(rev: Revision, preset: RealPreset, seed: int, index: int) -> dict[str, Any]:
-    from bench.real import venv
-
-    return venv.run_driver(rev.env, rev.tree, job(rev, preset, seed=seed, worker=index))
 
 
 def judge(cfg: RealGate, vals: dict[str, dict[str, list[float]]]) -> list[Judgement]:
@@ -193,6 +192,7 @@ def run(
         f"gate: {base.source.label} vs {head.source.label}, {len(cfg.presets)} preset(s), "
         f"{cfg.rounds} rounds of {len(SIDES)} processes"
     )
+    cfg = replace(cfg, presets=tuple(p.in_lockstep() for p in cfg.presets))
     vals, seen = measure(cfg, sides)
     judgements = judge(cfg, vals)
     meta: dict[str, Any] = {
@@ -211,7 +211,10 @@ def run(
         "mode": "real",
         "status": status,
         "meta": meta,
-        "config": {**asdict(cfg), "presets": [p.name for p in cfg.presets]},
+        "config": {
+            **asdict(cfg),
+            "presets": {p.name: p.meta({}) for p in cfg.presets},
+        },
         "values": vals,
         "results": [
             {**asdict(j), "change_pct": j.change_pct, "share_of_forward": j.share_of_forward}

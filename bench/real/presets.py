@@ -17,6 +17,8 @@ from typing import Any
 from bench.core import scenarios as sc
 from bench.core.arrivals import max_length
 
+LOCKSTEP_ITERATIONS = 1
+LOCKSTEP_VALUES = 400
 ASSUMED_KV = (
     "assumption: KV capacity sized so the batch never retracts (running x (longest prompt + "
     "longest output)); production sizes it by GPU memory"
@@ -46,6 +48,10 @@ class RealPreset:
     prefix_groups: int = 0
     prefix_len: int = 0
     stream: bool = True
+    # "" colocated; "prefill" or "decode": one node of a disaggregated deployment, its KV
+    # transfer through SGLang's fake backend (python/sglang/srt/disaggregation/fake/conn.py at
+    # sgl-project/sglang d55f1c28e2: handshakes and transfers that succeed at once)
+    disaggregation: str = ""
     # How one process measures it (the harness's choice, not SGLang's): iterations run before
     # anything is recorded, iterations per value, values per process.
     warmup: int = 400
@@ -68,6 +74,16 @@ class RealPreset:
         per = self.prefix_len + self._longest(self.prompts) + self._longest(self.outputs)
         return self.running * per + self.chunked_prefill_size + 4096
 
+    def in_lockstep(self) -> RealPreset:
+        """How processes of several revisions measure it together (bench.real.process): one
+        iteration per value, taken in turns, 400 per process. Measured on an A/A pair of one
+        revision here (prefill-chunked, 2 rounds): the spread of a pair's log ratio was 0.16
+        with windows of 100 iterations (16 pairs), 0.22 with 10 (160), 0.27 with 1 (800): the
+        finest turns give the most pairs for the least spread each, and every iteration of a
+        revision then follows one of another's, its data out of the core's nearest caches, as
+        a real scheduler's iteration follows a forward's launch work."""
+        return replace(self, iterations=LOCKSTEP_ITERATIONS, values=LOCKSTEP_VALUES)
+
     def plan(self) -> dict[str, Any]:
         return {
             "warmup_iterations": self.warmup,
@@ -77,12 +93,16 @@ class RealPreset:
         }
 
     def server(self, seed: int) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "max_running_requests": self.max_running_requests,
             "max_total_tokens": self.max_total_tokens,
             "chunked_prefill_size": self.chunked_prefill_size,
             "random_seed": seed,
         }
+        if self.disaggregation:
+            out["disaggregation_mode"] = self.disaggregation
+            out["disaggregation_transfer_backend"] = "fake"
+        return out
 
     def workload(self, seed: int, vocab_size: int) -> dict[str, Any]:
         return {
@@ -95,6 +115,7 @@ class RealPreset:
             "prefix_groups": self.prefix_groups,
             "prefix_len": self.prefix_len,
             "seed": seed,
+            "bootstrap_rooms": bool(self.disaggregation),
         }
 
     def meta(self, changed: Mapping[str, Any]) -> dict[str, Any]:
@@ -216,6 +237,52 @@ PRESETS: dict[str, RealPreset] = {
                 "chunked_prefill_size": sc.CHUNK_BY_GPU,
                 "max_running_requests": sc.MAX_RUNNING,
                 "forward_ms": sc.DECODE_FORWARD,
+            },
+        ),
+        replace(
+            _decode(
+                "pd-decode-b256",
+                256,
+                sc.CUDA_GRAPH_BS,
+                sc.DECODE_FORWARD,
+                100,
+            ),
+            description="the decode node of a disaggregated deployment: 256 running requests "
+            "arriving with their KV through the fake transfer backend, each finished one replaced",
+            disaggregation="decode",
+            sources={
+                **_decode("x", 256, sc.CUDA_GRAPH_BS, sc.DECODE_FORWARD, 100).sources,
+                "disaggregation": "the PD decode node (decode.py at c96e68b62b, the decode-dspark "
+                "scenario's loop), the fake transfer backend of "
+                "python/sglang/srt/disaggregation/fake/conn.py at sgl-project/sglang d55f1c28e2",
+            },
+        ),
+        RealPreset(
+            name="pd-prefill",
+            description="the prefill node of a disaggregated deployment: random-4k prompts "
+            "through 8k chunks, bootstrap and inflight queues with the fake transfer backend",
+            running=64,
+            prompts="random-4k",
+            prompt_range_ratio=0.0,
+            outputs="random-1k",
+            chunked_prefill_size=8192,
+            max_running_requests=4096,
+            forward_ms=1200.0,
+            disaggregation="prefill",
+            sources={
+                "running": "assumption: enough queued to fill every chunk (the prefill scenarios' "
+                "'fill'); swept with --set running=N",
+                "prompts": sc.BENCH_RANDOM,
+                "prompt_range_ratio": sc.BENCH_RANDOM,
+                "outputs": sc.BENCH_RANDOM + " (--random-output 1024; the prefill node stops "
+                "after the first token)",
+                "stream": BENCH_SERVING,
+                "chunked_prefill_size": sc.CHUNK_BY_GPU,
+                "max_running_requests": sc.MAX_RUNNING,
+                "forward_ms": sc.PREFILL_FORWARD,
+                "disaggregation": "the PD prefill node (prefill.py:1018-1053 at c96e68b62b, the "
+                "scenarios' prefill loop), the fake transfer backend of "
+                "python/sglang/srt/disaggregation/fake/conn.py at sgl-project/sglang d55f1c28e2",
             },
         ),
         RealPreset(

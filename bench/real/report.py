@@ -235,9 +235,14 @@ def _setup(data: RealData) -> str:
     n = sum(len(c.outputs) for c in data.cells.values())
     env = data.manifest.get("machine", {})
     where = ", ".join(f"{k} {v}" for k, v in env.items()) if env else "this machine"
+    how = (
+        "the revisions' processes of a round measured in turns, one iteration each (lockstep)"
+        if data.manifest.get("lockstep")
+        else "each process's figure its mean over its measured iterations"
+    )
     return (
         f"**Real scheduler**: {revs}, each revision's own Scheduler on the CPU with a stand-in "
-        f"model ({where}); {n} worker processes, values of consecutive iterations' mean."
+        f"model ({where}); {n} worker processes, {how}."
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +48,29 @@ class Revision:
     env: venv.Env
     tree: Path | None
     built_now: bool
+    home: str | None = None  # a built-in strategy injected as its PD hidden state home
 
     @property
     def name(self) -> str:
-        return self.source.name
+        return self.source.name + (f".{self.home}" if self.home else "")
+
+    @property
+    def label(self) -> str:
+        return self.source.label + (f" with {self.home}" if self.home else "")
+
+    def has_side_table(self) -> bool:
+        """Whether the revision keeps PD hidden state behind a getter the driver can replace
+        (bench/real/driver/inject.py): the module is in its tree or its installed package."""
+        rel = Path("sglang", *inject_module_path())
+        if self.tree is not None:
+            return (self.tree / rel).is_file()
+        site = list(self.env.path.glob("lib/python*/site-packages"))
+        return any((s / rel).is_file() for s in site)
 
     def meta(self) -> dict[str, Any]:
         return {
-            "spec": self.source.label,
+            "spec": self.label,
+            "home": self.home or "as written",
             "kind": self.source.kind,
             "commit": self.source.commit,
             "version": self.source.version,
@@ -65,6 +80,38 @@ class Revision:
             "built_now": self.built_now,
             "stubs": self.env.stubs,
         }
+
+
+def inject_module_path() -> tuple[str, ...]:
+    from bench.real.driver.inject import MODULE
+
+    *folders, last = MODULE.split(".")[1:]
+    return (*folders, f"{last}.py")
+
+
+def with_homes(revisions: list[Revision], homes: list[str]) -> tuple[list[Revision], list[str]]:
+    """Each revision that keeps PD hidden state in a side table, also with every named built-in
+    strategy as its home; (the revisions, a note per revision that cannot take one)."""
+    from dataclasses import replace as copy
+
+    from strategies import resolve
+
+    known = {s.name for s in resolve()}
+    for h in homes:
+        if h not in known:
+            raise UsageError(
+                f"--real-home {h}: unknown strategy; choose from {', '.join(sorted(known))}"
+            )
+    out, notes = [], []
+    for rev in revisions:
+        out.append(rev)
+        if not homes:
+            continue
+        if not rev.has_side_table():
+            notes.append(f"{rev.source.label}: no PD hidden side table, measured as written only")
+            continue
+        out += [copy(rev, home=h) for h in homes]
+    return out, notes
 
 
 def prepare(specs: list[str], interpreter: str | None = None) -> list[Revision]:
@@ -103,6 +150,7 @@ def job(
         "workload": preset.workload(seed, protocol.VOCAB_SIZE),
         "plan": preset.plan(),
         "hash_seed": worker + 1,
+        "inject": f"strategies.{rev.home}" if rev.home else None,
     }
 
 
@@ -120,6 +168,7 @@ class RealRun:
     command: str = ""
     output_dir: Path = Path("reports")
     interpreter: str | None = None  # --real-python: the user's environment, nothing built
+    homes: list[str] = field(default_factory=list)  # --real-home: built-in strategies injected
     changed: dict[str, Any] = field(default_factory=dict)  # --set on every preset
 
 
@@ -127,7 +176,14 @@ def machine() -> dict[str, Any]:
     import os
     import platform
 
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
     return {
+        "cpu": cpu or platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "torch": venv.TORCH_SPEC.partition("==")[2] or venv.TORCH_SPEC,
@@ -140,7 +196,11 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
     finished process and says what is missing."""
     from bench.real import report
 
-    revisions = prepare(cfg.specs, cfg.interpreter)
+    revisions, notes = with_homes(prepare(cfg.specs, cfg.interpreter), cfg.homes)
+    for note in notes:
+        progress(note)
+    if len(revisions) > 1:  # measured together, in turns (bench.real.process)
+        cfg = replace(cfg, presets=[p.in_lockstep() for p in cfg.presets])
     run_dir = new_run_dir(cfg.output_dir)
     check_free_space(run_dir)
     manifest: dict[str, Any] = {
@@ -150,6 +210,7 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
         "status": "running",
         "revisions": {r.name: r.meta() for r in revisions},
         "presets": {p.name: p.meta(cfg.changed) for p in cfg.presets},
+        "lockstep": len(revisions) > 1,
         "budget_s": cfg.budget_s,
         "precision_pct": cfg.precision_pct,
         "seed": cfg.seed,
@@ -177,6 +238,64 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
     return run_dir, EXIT_OK if status == "complete" else EXIT_FAILED
 
 
+def _group(
+    revs: list[Revision],
+    preset: RealPreset,
+    run_dir: Path,
+    manifest: dict[str, Any],
+    *,
+    seed: int,
+    first: int,
+    rng: random.Random,
+) -> list[dict[str, Any]]:
+    """One round of a preset: a single revision's process, or every revision's in lockstep
+    (bench.real.process); each output recorded as it is read."""
+    from bench.real.process import run_lockstep
+
+    if len(revs) == 1:
+        return [_one(revs[0], preset, run_dir, manifest, seed=seed, index=first)]
+    started = wall_s()
+    units = [
+        (r.env, r.tree, job(r, preset, seed=seed, worker=first + k)) for k, r in enumerate(revs)
+    ]
+    outs = run_lockstep(units, rng)
+    wall = round(wall_s() - started, 2)
+    for k, (rev, out) in enumerate(zip(revs, outs, strict=True)):
+        _record(rev, preset, run_dir, manifest, out, index=first + k, wall=wall, mode="measure")
+    return outs
+
+
+def _record(
+    rev: Revision,
+    preset: RealPreset,
+    run_dir: Path,
+    manifest: dict[str, Any],
+    out: dict[str, Any],
+    *,
+    index: int,
+    wall: float,
+    mode: str,
+) -> None:
+    path = raw_path(run_dir, rev.name, preset.name, index, mode)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out["process"] = {"index": index, "wall_s": wall, "mode": mode}
+    write_json(path, out)
+    manifest["processes"].append(
+        {
+            "revision": rev.name,
+            "preset": preset.name,
+            "index": index,
+            "mode": mode,
+            "ok": bool(out.get("ok")),
+            "wall_s": wall,
+            "file": str(path.relative_to(run_dir)),
+        }
+    )
+    if not out.get("ok"):
+        manifest["failures"][f"{rev.name}/{preset.name}"] = out.get("message", "failed")
+    write_json(run_dir / MANIFEST, manifest)
+
+
 def _one(
     rev: Revision,
     preset: RealPreset,
@@ -189,23 +308,16 @@ def _one(
 ) -> dict[str, Any]:
     started = wall_s()
     out = venv.run_driver(rev.env, rev.tree, job(rev, preset, seed=seed, worker=index, mode=mode))
-    path = raw_path(run_dir, rev.name, preset.name, index, mode)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    out["process"] = {"index": index, "wall_s": round(wall_s() - started, 2), "mode": mode}
-    write_json(path, out)
-    entry = {
-        "revision": rev.name,
-        "preset": preset.name,
-        "index": index,
-        "mode": mode,
-        "ok": bool(out.get("ok")),
-        "wall_s": out["process"]["wall_s"],
-        "file": str(path.relative_to(run_dir)),
-    }
-    manifest["processes"].append(entry)
-    if not out.get("ok"):
-        manifest["failures"][f"{rev.name}/{preset.name}"] = out.get("message", "failed")
-    write_json(run_dir / MANIFEST, manifest)
+    _record(
+        rev,
+        preset,
+        run_dir,
+        manifest,
+        out,
+        index=index,
+        wall=round(wall_s() - started, 2),
+        mode=mode,
+    )
     return out
 
 
@@ -222,18 +334,23 @@ def _measure(
     cost: dict[str, float] = {}  # preset -> seconds per process (measured)
     todo = [p for p in cfg.presets]
     while todo:
-        units = [(r, p) for p in todo for r in revisions if (r.name, p.name) not in dead]
-        rng.shuffle(units)
-        for rev, preset in units:
-            label = f"{preset.name} {rev.source.label}, round {rounds[preset.name] + 1}"
-            progress(f"{label}: measuring (process {index + 1})")
+        order = list(todo)
+        rng.shuffle(order)
+        for preset in order:
+            revs = [r for r in revisions if (r.name, preset.name) not in dead]
+            if not revs:
+                continue
+            names = ", ".join(r.label for r in revs)
+            how = " in lockstep" if len(revs) > 1 else ""
+            progress(f"{preset.name}, round {rounds[preset.name] + 1}: {names}{how}")
             t0 = wall_s()
-            out = _one(rev, preset, run_dir, manifest, seed=cfg.seed, index=index)
-            index += 1
-            cost[preset.name] = wall_s() - t0
-            if not out.get("ok"):
-                dead.add((rev.name, preset.name))
-                progress(f"{label}: failed: {out.get('message')}")
+            outs = _group(revs, preset, run_dir, manifest, seed=cfg.seed, first=index, rng=rng)
+            index += len(revs)
+            cost[preset.name] = (wall_s() - t0) / len(revs)
+            for rev, out in zip(revs, outs, strict=True):
+                if not out.get("ok"):
+                    dead.add((rev.name, preset.name))
+                    progress(f"{preset.name} {rev.label}: failed: {out.get('message')}")
         for p in todo:
             rounds[p.name] += 1
         spent = wall_s() - started
@@ -262,9 +379,10 @@ def _measure(
         manifest["rounds"] = rounds
         manifest["measure_wall_s"] = round(wall_s() - started, 1)
         write_json(run_dir / MANIFEST, manifest)
-        if todo:
-            shown = ", ".join(f"{p.name} ±{precision(run_dir, p.name) or 0:.1f}%" for p in todo)
-            progress(f"{len(todo)} preset(s) short of ±{cfg.precision_pct:g}%: {shown}")
+        further = [p for p in todo if rounds[p.name] >= cfg.min_rounds]
+        if further:
+            shown = ", ".join(f"{p.name} ±{precision(run_dir, p.name) or 0:.1f}%" for p in further)
+            progress(f"further rounds for the presets short of ±{cfg.precision_pct:g}%: {shown}")
 
 
 def run_count(rev: Revision, preset: RealPreset, *, seed: int = 0) -> dict[str, Any]:

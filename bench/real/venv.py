@@ -29,7 +29,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -39,10 +38,14 @@ from typing import Any
 from bench.base.errors import UsageError
 from bench.base.storage import ROOT, cache_dir
 from bench.real import source as src
+from bench.real.process import run_one
 from bench.real.source import Source
 
 RECIPE = 1  # bump when the build recipe changes: every environment is rebuilt
 TORCH_SPEC = os.environ.get("REQSTATE_REAL_TORCH", "torch==2.13.0")  # the CPU wheel (Makefile)
+# Where the CPU torch comes from (an index URL; unset: the default index, which on this project's
+# machines holds the CPU wheel; the GitHub Action sets PyTorch's CPU index)
+TORCH_INDEX = os.environ.get("REQSTATE_REAL_TORCH_INDEX")
 PIP_TIMEOUT_S = 1800
 PROBE_TIMEOUT_S = 600
 MAX_ROUNDS = 40
@@ -340,7 +343,8 @@ def _build_into(
     constraints = where / "constraints.txt"
     constraints.write_text("\n".join(plan.constraints) + "\n", encoding="utf-8")
     progress(f"installing {TORCH_SPEC}")
-    proc = _pip(python, [TORCH_SPEC], constraints, log)
+    index = ["--index-url", TORCH_INDEX] if TORCH_INDEX else []
+    proc = _pip(python, [*index, TORCH_SPEC], constraints, log)
     if proc.returncode != 0:
         raise UsageError(f"{TORCH_SPEC} could not be installed: {_last_error(proc)}")
     if plan.wheel is not None:
@@ -413,50 +417,9 @@ def run_driver(
     *,
     log: list[str] | None = None,
     timeout: float | None = None,
-    on_line: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """One driver process in the environment; its output (the driver never raises: a failure
-    is an output with ok false; a crash or a timeout becomes one)."""
-    with tempfile.TemporaryDirectory(prefix="reqstate-real-") as tmp:
-        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
-        job_path.write_text(json.dumps(job), encoding="utf-8")
-        cmd = [str(env.interpreter), "-m", "bench.real.driver.main", str(job_path), str(out_path)]
-        pyenv = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(env.sys_path(tree)),
-            "PYTHONHASHSEED": str(job.get("hash_seed", 0)),
-        }
-        pyenv.pop("VIRTUAL_ENV", None)
-        tail: list[str] = []
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=pyenv, cwd=tmp
-        )
-        try:
-            assert proc.stderr is not None
-            deadline = None if timeout is None else time.time() + timeout
-            for line in proc.stderr:
-                if on_line is not None and line.startswith("@"):
-                    on_line(line.rstrip("\n"))
-                else:
-                    tail = [*tail[-30:], line.rstrip("\n")]
-                if deadline is not None and time.time() > deadline:
-                    proc.kill()
-                    break
-            rc = proc.wait()
-        except BaseException:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            raise
-        if log is not None:
-            log.extend(tail[-10:])
-        if out_path.is_file():
-            out: dict[str, Any] = json.loads(out_path.read_text(encoding="utf-8"))
-            return out
-        last = next((ln for ln in reversed(tail) if ln.strip()), f"exit status {rc}")
-        return {"ok": False, "kind": "crash", "message": f"the driver died: {last.strip()}"}
+    """One driver process in the environment; its output (bench.real.process)."""
+    return run_one(env, tree, job, log=log, timeout=timeout)
 
 
 def _freeze(python: Path, log: list[str]) -> dict[str, str]:

@@ -309,6 +309,7 @@ def materialize_group(
         "home_kind": group.home.kind,
         "request_attributes": len(model.attrs),
         "request_tracked_values": model.tracked(),
+        "frequencies": prog.table,
         "not_modelled": [
             *(
                 f"{f.function} ({f.where}): {f.count()} accesses, not on the modelled hot path"

@@ -153,7 +153,10 @@ class DiffReport:
                 "loop = inside a loop over the batch's requests):",
             ]
             for s in pair:
-                lines.append(f"  at {s.rev.tree.short} ({s.group.home.words}):")
+                lines.append(
+                    f"  at {s.rev.tree.short} ({s.group.home.words}; frequencies "
+                    f"{s.program.table}):"
+                )
                 lines.append(
                     f"    {'function':<58} {'acc':>4} {'loop':>4} {'lkp':>4} {'loads':>5}  "
                     "frequency"

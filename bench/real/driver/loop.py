@@ -16,6 +16,7 @@ the boundary's own work (building and encoding arrivals) lies outside both.
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,15 @@ from bench.real.driver.phases import Phases
 from bench.real.driver.requests import RequestFactory
 
 
+def turn(window: str) -> None:
+    """Say this process is at a window's start (or at its end), and wait for the harness to
+    let it go on (a line on stdin): the lockstep protocol of bench.real.lockstep."""
+    sys.stderr.write(f"@window {window}\n")
+    sys.stderr.flush()
+    if window != "end":
+        sys.stdin.readline()
+
+
 class Finished(BaseException):
     """The run is complete (or failed): unwinds the revision's event loop."""
 
@@ -38,6 +48,10 @@ class Plan:
     values: int
     iterations: int  # per value
     freeze_gc: bool = True
+    # Lockstep (bench.real.lockstep): before each window of `iterations`, wait for the harness's
+    # turn, so that processes of other revisions measure their window i moments apart while
+    # this one sleeps, never at the same time.
+    lockstep: bool = False
 
     @property
     def measured(self) -> int:
@@ -71,6 +85,7 @@ class Steering:
     on_finish: Callable[[], None] = lambda: None
     scheduler: Any = None
     counter: CallCounter | None = None  # the untimed counting pass: calls per iteration
+    release: Callable[[Any], None] | None = None  # an injected state home's release (inject.py)
     state: str = "warmup"
     iteration: int = 0
     records: list[Record] = field(default_factory=list)
@@ -113,6 +128,8 @@ class Steering:
         done = [r for r in self._live if r.finished()]
         for r in done:
             self._live.discard(r)
+            if self.release is not None:
+                self.release(r)
         self.finished += len(done)
         return len(self._live) + len(self.channel.pending)
 
@@ -131,6 +148,8 @@ class Steering:
             self.on_measure()
         elif self.state == "measure" and len(self.records) >= self.plan.measured:
             self.on_finish()
+            if self.plan.lockstep:
+                turn("end")
             raise Finished()
         if self.state == "warmup" and self.iteration == self.plan.warmup_iterations:
             self._freeze()
@@ -140,6 +159,9 @@ class Steering:
         self._gc_count = [0, 0, 0]
         if self.counter is not None and self.state == "measure":
             self.counter.start()
+        if self.plan.lockstep and self.state == "measure":
+            if len(self.records) % self.plan.iterations == 0:
+                turn(str(len(self.records) // self.plan.iterations))
         self._t0 = now_ns()
 
     def _close(self, t_end: int) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.timing import now_ns
-from bench.real.driver import calls, ipc, server, standin, stubs
+from bench.real.driver import calls, inject, ipc, server, standin, stubs
 from bench.real.driver.calls import CallCounter
 from bench.real.driver.loop import Finished, Plan, Steering
 from bench.real.driver.phases import Phases
@@ -143,6 +143,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         encode=ipc.encoder(),
         freeze_request=getattr(io_struct, "FreezeGCReq", None),
     )
+    if job.get("inject"):
+        strategy, lines = inject.install(job["inject"])
+        out["replaced"] += lines
+        steering.release = strategy.release
+        out["injected"] = strategy.NAME
     steering.track_requests(schedule_batch.Req)
     if job.get("mode") == "count":
         steering.counter = CallCounter(out["sglang_file"])

@@ -37,6 +37,10 @@ class Workload:
     prefix_groups: int = 0  # generated-shared-prefix: groups sharing a system prompt (0: none)
     prefix_len: int = 0
     seed: int = 0
+    # a disaggregated node's requests carry a bootstrap room: with the fake transfer backend the
+    # tokenizer numbers them (python/sglang/srt/managers/tokenizer_manager.py:1410-1411 at
+    # sgl-project/sglang d55f1c28e2)
+    bootstrap_rooms: bool = False
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Workload:
@@ -133,7 +137,7 @@ class RequestFactory:
             "custom_logit_processor": None,
             "bootstrap_host": None,
             "bootstrap_port": None,
-            "bootstrap_room": None,
+            "bootstrap_room": index if self.w.bootstrap_rooms else None,
         }
         kwargs: dict[str, Any] = {}
         for name, required in self.fields.items():

@@ -1,0 +1,198 @@
+"""Driver processes: one at a time, or several in lockstep.
+
+A driver (bench/real/driver/main.py) runs in a revision's environment with the revision on
+sys.path; it never raises: a failure is an output with `ok` false, and a crash or a timeout
+becomes one here.
+
+Lockstep: two revisions cannot share an interpreter, so their processes cannot interleave
+iteration by iteration as the step suite's schedulers do. Instead every process of a group is
+started at once, built and warmed up, and then measures its windows in turns: before window i
+each driver says `@window i` and waits; the harness lets each go in a seeded shuffled order,
+waiting for it to reach its next window before the next one goes. So window i of every
+revision is measured within a second or so of the others', never at the same time (the one
+measuring has the machine; the others sleep), and a slow drift of the machine, which moves a
+shared 2-core host by ±10% over seconds to minutes here, lands on every revision alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Env(Protocol):
+    """What runs a driver: a revision's environment (bench.real.venv.Env)."""
+
+    @property
+    def interpreter(self) -> Path: ...
+
+    def sys_path(self, tree: Path | None) -> list[str]: ...
+
+
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+class DriverProcess:
+    def __init__(
+        self,
+        env: Env,
+        tree: Path | None,
+        job: dict[str, Any],
+        *,
+        events: queue.Queue[tuple[int, str]] | None = None,
+        index: int = 0,
+    ) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="reqstate-real-"))
+        self.out_path = self.tmp / "out.json"
+        job_path = self.tmp / "job.json"
+        job_path.write_text(json.dumps(job), encoding="utf-8")
+        cmd = [
+            str(env.interpreter),
+            "-m",
+            "bench.real.driver.main",
+            str(job_path),
+            str(self.out_path),
+        ]
+        pyenv = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(env.sys_path(tree)),
+            "PYTHONHASHSEED": str(job.get("hash_seed", 0)),
+        }
+        pyenv.pop("VIRTUAL_ENV", None)
+        lockstep = bool(job.get("plan", {}).get("lockstep"))
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if lockstep else subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=pyenv,
+            cwd=self.tmp,
+        )
+        self.index = index
+        self.tail: list[str] = []
+        self.events = events
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            line = line.rstrip("\n")
+            if line.startswith("@window ") and self.events is not None:
+                self.events.put((self.index, line.removeprefix("@window ")))
+            else:
+                self.tail = [*self.tail[-30:], line]
+        if self.events is not None:
+            self.events.put((self.index, "exit"))
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def result(self, timeout: float | None = None) -> dict[str, Any]:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            rc = -1
+        self.reader.join(timeout=10)
+        try:
+            if self.out_path.is_file():
+                out: dict[str, Any] = json.loads(self.out_path.read_text(encoding="utf-8"))
+                return out
+            last = next((ln for ln in reversed(self.tail) if ln.strip()), f"exit status {rc}")
+            if rc == -1:
+                last = f"no answer in {timeout:.0f} s" if timeout else last
+            return {"ok": False, "kind": "crash", "message": f"the driver died: {last.strip()}"}
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def run_one(
+    env: Env,
+    tree: Path | None,
+    job: dict[str, Any],
+    *,
+    log: list[str] | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    proc = DriverProcess(env, tree, job)
+    try:
+        out = proc.result(timeout)
+    except BaseException:
+        proc.kill()
+        raise
+    if log is not None:
+        log.extend(proc.tail[-10:])
+    return out
+
+
+def run_lockstep(
+    units: Sequence[tuple[Env, Path | None, dict[str, Any]]],
+    rng: random.Random,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> list[dict[str, Any]]:
+    """Every unit's driver, started together, its measured windows taken in turns (see the
+    module's docstring); the outputs in the units' order. A process that dies or fails ends
+    its own turns; the others go on."""
+    events: queue.Queue[tuple[int, str]] = queue.Queue()
+    procs: list[DriverProcess] = []
+    pending: dict[int, list[str]] = {i: [] for i in range(len(units))}
+    deadline = time.time() + timeout
+
+    def next_event(i: int) -> str:
+        """Process i's next report: a window number, 'end' or 'exit'."""
+        while not pending[i]:
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError
+            j, where = events.get(timeout=left)
+            pending[j].append(where)
+        return pending[i].pop(0)
+
+    try:
+        for i, (env, tree, job) in enumerate(units):
+            job = {**job, "plan": {**job["plan"], "lockstep": True}}
+            procs.append(DriverProcess(env, tree, job, events=events, index=i))
+        state = {i: next_event(i) for i in range(len(procs))}  # each at its first window
+        while True:
+            turn = [i for i, where in state.items() if where not in ("end", "exit")]
+            if not turn:
+                break
+            rng.shuffle(turn)
+            for i in turn:
+                procs[i].go()
+                state[i] = next_event(i)
+        return [p.result(timeout=120) for p in procs]
+    except (TimeoutError, queue.Empty):
+        for p in procs:
+            p.kill()
+        return [p.result(timeout=10) for p in procs]
+    except BaseException:
+        for p in procs:
+            p.kill()
+        raise
