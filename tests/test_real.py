@@ -16,7 +16,7 @@ import pytest
 from bench.base.errors import UsageError
 from bench.real import freqmap, measure, source, venv
 from bench.real.driver import stubs
-from bench.real.driver.phases import Phases
+from bench.real.driver.phases import PHASES, Phases
 from tests import real_tree
 from tests.helpers import run_cli
 
@@ -77,19 +77,7 @@ def test_phases_are_exclusive_and_add_up() -> None:
 
 
 def _rec(ns: int, mode: str = "DECODE", batch: int = 4, **kw: Any) -> dict[str, Any]:
-    phases = {
-        p: 0
-        for p in (
-            "receive",
-            "schedule",
-            "prepare",
-            "forward",
-            "result",
-            "output",
-            "stand_in",
-            "other",
-        )
-    }
+    phases = dict.fromkeys(PHASES, 0)
     phases["result"] = ns
     base = {"ns": ns, "phases": phases, "mode": mode, "batch": batch, "finished": 0,
             "received": 0, "gc_ns": 0, "gc_collections": [0, 0, 0], "sent_bytes": 10}  # fmt: skip
@@ -295,9 +283,7 @@ def test_run_real_refuses_synthetic_options_and_bad_presets(toy_repo: Path) -> N
 
 
 @pytest.mark.slow
-def test_gate_real_fails_a_slower_admission_and_passes_identical_code(
-    toy_repo: Path, tmp_path: Path
-) -> None:
+def test_gate_real_fails_a_slower_admission(toy_repo: Path, tmp_path: Path) -> None:
     args = ["--real-python", PY, "--real-preset", "prefill-chunked", "--rounds", "6"]
     slow = run_cli(
         "gate", "--real", str(toy_repo), "--base", "fast", "--head", "slow_alloc", *args,
@@ -309,14 +295,10 @@ def test_gate_real_fails_a_slower_admission_and_passes_identical_code(
     assert "real/scheduler/preset=prefill-chunked" in md
     assert "resolution (identical code, A/A)" in md
     assert "ModelRunner.sample" in md
-    same = run_cli(
-        "gate", "--real", str(toy_repo), "--base", "fast", "--head", "fast", *args,
-        "--json", str(tmp_path / "same.json"), "--markdown", str(tmp_path / "same.md"), timeout=600,
-    )  # fmt: skip
-    assert same.returncode == 0, same.stderr[-2000:]
-    result = json.loads((tmp_path / "same.json").read_text())
-    assert result["status"] == "pass"
+    result = json.loads((tmp_path / "slow.json").read_text())
     assert result["mode"] == "real"
+    assert result["meta"]["resolution"]["prefill-chunked"]["aa_half_width_pct"] > 0
+    # a revision gated against itself passing is tests/test_real_sglang.py's (the release's)
 
 
 @pytest.mark.slow
@@ -355,8 +337,8 @@ def test_every_preset_value_has_a_source() -> None:
 
     for p in presets.PRESETS.values():
         for key, value, src in p.rows():
-            if key in ("prefix_groups", "prefix_len") and value == "0":
-                continue
+            if (key in ("prefix_groups", "prefix_len") and value == "0") or value == "":
+                continue  # not this preset's kind (no shared prefix; colocated)
             assert src, f"{p.name}.{key} has no source"
 
 
@@ -379,3 +361,36 @@ def test_a_built_in_strategy_replaces_a_side_table_home(toy_repo: Path, tmp_path
     assert raw["injected"] == "rid_dict"
     assert any("PD hidden state home: rid_dict" in line for line in raw["replaced"])
     assert raw["ok"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_keeps_what_it_measured(toy_repo: Path, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from tests.helpers import ROOT
+
+    proc = subprocess.Popen(
+        [PY, "-m", "bench", "run", "--real", f"{toy_repo}@fast", "--real-python", PY,
+         "--real-preset", "decode-b256", *SMALL, "--budget", "10m", "--precision", "0.01",
+         "--no-count", "--output-dir", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 120
+    manifest = None
+    while time.time() < deadline:
+        runs = [p for p in tmp_path.iterdir() if (p / "manifest.json").is_file()]
+        if runs and len(json.loads((runs[0] / "manifest.json").read_text())["processes"]) >= 2:
+            manifest = runs[0] / "manifest.json"
+            break
+        time.sleep(0.5)
+    assert manifest is not None, "no process finished in time"
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err[-2000:]
+    data = json.loads(manifest.read_text())
+    assert data["status"] == "incomplete"
+    assert len(data["processes"]) >= 2
+    assert (manifest.parent / "summary.md").is_file()
+    assert "interrupted" in err

@@ -25,13 +25,23 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         if not args.run:
             raise UsageError("report: give a run folder, or --compare BASE_RUN HEAD_RUN")
-        paths = write_report(Path(args.run), long=args.long)
+        from bench.real.folder import is_real_run
+
+        if is_real_run(Path(args.run)):  # a run --real folder (docs/REAL.md)
+            from bench.real import report as real_report
+
+            run_dir = Path(args.run)
+            real_report.write(run_dir)
+            paths = [run_dir / real_report.REPORT, run_dir / real_report.SUMMARY]
+        else:
+            paths = write_report(Path(args.run), long=args.long)
     for path in paths:
         print(f"report: {path}")
     return 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from bench.real.folder import is_real_run
     from bench.report.console import terminal
     from bench.report.load import load_run
     from bench.runformat.schema import MANIFEST
@@ -39,6 +49,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     run = Path(args.run)
     if not (run / MANIFEST).is_file():
         raise UsageError(f"{run}: not a run folder (no {MANIFEST})")
+    if is_real_run(run):
+        from bench.real.report import terminal as real_terminal
+
+        print(real_terminal(run, verbose=args.verbose))
+        return 0
     print(terminal(load_run(run), verbose=args.verbose))
     return 0
 

@@ -210,6 +210,9 @@ def compare(measured: Measured, *, new_limit: int = 20) -> list[Row]:
             defined = measured.defined.get(h.name)
             if defined is False:
                 why = "not defined at this revision"
+                moved = _same_method(h.name, names)
+                if moved is not None:
+                    why += f"; as {moved['qualname']}: {_describe(moved['fits'])}"
             else:
                 why = "not called" + (f" (only {h.condition})" if h.condition else "")
             rows.append(Row(h.name, "missing", table, why, ""))
@@ -243,6 +246,21 @@ def compare(measured: Measured, *, new_limit: int = 20) -> list[Row]:
     fresh.sort(key=lambda x: -x[0])
     rows += [r for _, r in fresh[:new_limit]]
     return rows
+
+
+def _same_method(name: str, names: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """A measured function of another class with the same method name (a method that moved:
+    SchedulerBatchResultProcessor's were SchedulerOutputProcessorMixin's before sgl-project/
+    sglang #25637), the most called one."""
+    method = name.rpartition(".")[2]
+    if "." not in name:
+        return None
+    found = [
+        f for q, fs in names.items() if q.rpartition(".")[2] == method and q != name for f in fs
+    ]
+    if not found:
+        return None
+    return max(found, key=lambda x: sum(ft.calls_per_iteration for ft in x["fits"].values()))
 
 
 def lines(measured: Measured, rows: list[Row]) -> list[str]:

@@ -6,6 +6,7 @@
     decode      mean over the window's decode iterations (batch = the running requests)
     extend      mean over its extend (prefill) iterations
     <phase>     mean time per iteration in one phase (bench.real.driver.phases)
+    decode_<phase>  (a process's figure only) the same over its decode iterations
 
 Values are seconds, as every pyperf file of this harness holds. A window with no iteration of
 a kind gives no value of that kind (so decode and extend may have fewer values than iteration).
@@ -32,7 +33,7 @@ def values(records: list[dict[str, Any]], iterations: int) -> dict[str, list[flo
             if picked:
                 out[kind].append(sum(picked) / len(picked) / 1e9)
         for phase in PHASES:
-            out[phase].append(sum(r["phases"][phase] for r in window) / len(window) / 1e9)
+            out[phase].append(sum(r["phases"].get(phase, 0) for r in window) / len(window) / 1e9)
     return {m: v for m, v in out.items() if v}
 
 
@@ -49,7 +50,10 @@ def figures(records: list[dict[str, Any]]) -> dict[str, float]:
         if picked:
             out[kind] = sum(picked) / len(picked) / 1e9
     for phase in PHASES:
-        out[phase] = sum(r["phases"][phase] for r in records) / len(records) / 1e9
+        out[phase] = sum(r["phases"].get(phase, 0) for r in records) / len(records) / 1e9
+    decode = [r for r in records if r["mode"] in KINDS["decode"]]
+    for phase in PHASES if decode else ():
+        out[f"decode_{phase}"] = sum(r["phases"].get(phase, 0) for r in decode) / len(decode) / 1e9
     return out
 
 

@@ -48,9 +48,11 @@ class RealPreset:
     prefix_groups: int = 0
     prefix_len: int = 0
     stream: bool = True
-    # "" colocated; "prefill" or "decode": one node of a disaggregated deployment, its KV
-    # transfer through SGLang's fake backend (python/sglang/srt/disaggregation/fake/conn.py at
-    # sgl-project/sglang d55f1c28e2: handshakes and transfers that succeed at once)
+    # "" colocated; "decode": the decode node of a disaggregated deployment, its KV transfers
+    # through SGLang's fake backend (python/sglang/srt/disaggregation/fake/conn.py at
+    # sgl-project/sglang d55f1c28e2: handshakes and transfers that succeed at once). The
+    # prefill node refuses the fake backend (arg_groups/pd_disaggregation_hook.py:102 there):
+    # its fake path is per request on a server whose own transfer engine must start.
     disaggregation: str = ""
     # How one process measures it (the harness's choice, not SGLang's): iterations run before
     # anything is recorded, iterations per value, values per process.
@@ -102,6 +104,12 @@ class RealPreset:
         if self.disaggregation:
             out["disaggregation_mode"] = self.disaggregation
             out["disaggregation_transfer_backend"] = "fake"
+        if self.disaggregation == "decode":
+            # KV kept across a retraction in per-request CPU tensors, not the default pinned
+            # host pool, which registers host memory with CUDA (python/sglang/srt/server_args.py
+            # :3118-3130 and mem_cache/registry.py:211-216 at sgl-project/sglang d55f1c28e2);
+            # the presets' KV is sized so that no request is retracted
+            out["disaggregation_decode_retraction_backup"] = "cpu_tensor"
         return out
 
     def workload(self, seed: int, vocab_size: int) -> dict[str, Any]:
@@ -258,34 +266,6 @@ PRESETS: dict[str, RealPreset] = {
             },
         ),
         RealPreset(
-            name="pd-prefill",
-            description="the prefill node of a disaggregated deployment: random-4k prompts "
-            "through 8k chunks, bootstrap and inflight queues with the fake transfer backend",
-            running=64,
-            prompts="random-4k",
-            prompt_range_ratio=0.0,
-            outputs="random-1k",
-            chunked_prefill_size=8192,
-            max_running_requests=4096,
-            forward_ms=1200.0,
-            disaggregation="prefill",
-            sources={
-                "running": "assumption: enough queued to fill every chunk (the prefill scenarios' "
-                "'fill'); swept with --set running=N",
-                "prompts": sc.BENCH_RANDOM,
-                "prompt_range_ratio": sc.BENCH_RANDOM,
-                "outputs": sc.BENCH_RANDOM + " (--random-output 1024; the prefill node stops "
-                "after the first token)",
-                "stream": BENCH_SERVING,
-                "chunked_prefill_size": sc.CHUNK_BY_GPU,
-                "max_running_requests": sc.MAX_RUNNING,
-                "forward_ms": sc.PREFILL_FORWARD,
-                "disaggregation": "the PD prefill node (prefill.py:1018-1053 at c96e68b62b, the "
-                "scenarios' prefill loop), the fake transfer backend of "
-                "python/sglang/srt/disaggregation/fake/conn.py at sgl-project/sglang d55f1c28e2",
-            },
-        ),
-        RealPreset(
             name="colocated-sharegpt",
             description="colocated server, ShareGPT-like lengths: short prompts and outputs, "
             "new requests every few iterations",
@@ -299,6 +279,8 @@ PRESETS: dict[str, RealPreset] = {
             sources={
                 "running": sc.CUDA_GRAPH_BS,
                 "prompts": sc.SHAREGPT,
+                "prompt_range_ratio": "not used: ShareGPT-like lengths follow their own "
+                "distribution (bench/core/arrivals.py)",
                 "outputs": sc.SHAREGPT,
                 "stream": BENCH_SERVING,
                 "chunked_prefill_size": sc.CHUNK_BY_GPU,

@@ -93,7 +93,8 @@ class RealData:
 
     @property
     def revisions(self) -> list[str]:
-        return list(self.manifest["revisions"])
+        """In the order given (the first is the baseline of every difference)."""
+        return list(self.manifest.get("order") or self.manifest["revisions"])
 
     @property
     def presets(self) -> list[str]:
@@ -198,6 +199,64 @@ def paired_difference(
     return stats.mean_t_ci(rounds) if rounds else None
 
 
+def _delta(d: tuple[float, float, float] | None) -> str:
+    if d is None:
+        return "n/a"
+    if math.isnan(d[1]):
+        return f"{d[0] * 1e6:+,.1f}"
+    zero = "¹" if d[1] <= 0 <= d[2] else ""
+    return f"{d[0] * 1e6:+,.1f} [{d[1] * 1e6:+,.1f}, {d[2] * 1e6:+,.1f}]{zero}"
+
+
+def largest_phase(a: Cell, b: Cell) -> tuple[str, tuple[float, float, float]] | None:
+    """The phase of decode iterations (else of all) whose paired difference stands furthest
+    from zero in units of its interval (a phase's difference is far less noisy than the whole
+    iteration's: it holds only the code the phase runs)."""
+
+    def score(d: tuple[float, float, float]) -> float:
+        half = (d[2] - d[1]) / 2
+        return abs(d[0]) / half if half > 0 else 0.0
+
+    best = None
+    for prefix in ("decode_", ""):
+        for phase in SHOWN_PHASES:
+            d = paired_difference(a, b, prefix + phase)
+            if (
+                d is not None
+                and not math.isnan(d[1])
+                and (best is None or score(d) > score(best[1]))
+            ):
+                best = (prefix + phase, d)
+        if best is not None:
+            return best
+    return None
+
+
+def difference_lines(data: RealData) -> list[str]:
+    """Every revision against the first, paired per round: per iteration, per decode
+    iteration, and the phase that moved most (in µs, 95% t interval over rounds)."""
+    base = data.revisions[0]
+    out = [
+        f"Δ against {base}, paired per round (µs; ¹ the interval includes zero):",
+        "",
+        "| preset | revision | per iteration | per decode iteration | phase that moved most |",
+        "|---|---|---:|---:|---|",
+    ]
+    for preset in data.presets:
+        a = data.cell(base, preset)
+        for rev in data.revisions[1:]:
+            b = data.cell(rev, preset)
+            moved = largest_phase(a, b)
+            phase = (
+                f"{moved[0].replace('decode_', 'decode ')} {_delta(moved[1])}" if moved else "n/a"
+            )
+            out.append(
+                f"| {preset} | {rev} | {_delta(paired_difference(a, b))} "
+                f"| {_delta(paired_difference(a, b, 'decode'))} | {phase} |"
+            )
+    return out
+
+
 def _share(value: float | None, forward_s: float) -> str:
     if value is None or math.isnan(value):
         return "n/a"
@@ -231,7 +290,7 @@ def replaced_lines(data: RealData) -> list[str]:
 
 
 def _setup(data: RealData) -> str:
-    revs = ", ".join(m["spec"] for m in data.manifest["revisions"].values())
+    revs = ", ".join(data.manifest["revisions"][r]["spec"] for r in data.revisions)
     n = sum(len(c.outputs) for c in data.cells.values())
     env = data.manifest.get("machine", {})
     where = ", ".join(f"{k} {v}" for k, v in env.items()) if env else "this machine"
@@ -266,20 +325,12 @@ def summary_markdown(data: RealData) -> str:
                 f"| {us((cell.center('extend') or (math.nan,))[0])} | {tails(cell.iterations_ns())} "
                 f"| {_share(c[0] if c else None, fwd)} of {fwd * 1e3:,.0f} ms |"
             )
-    if len(data.revisions) == 2:
-        a, b = data.revisions
-        lines += ["", f"Δ {b} minus {a}, paired per round (µs per iteration):", ""]
-        for preset in data.presets:
-            d = paired_difference(data.cell(a, preset), data.cell(b, preset))
-            if d is None:
-                continue
-            zero = (
-                "" if math.isnan(d[1]) or not d[1] <= 0 <= d[2] else " (the interval includes zero)"
-            )
-            ci = "" if math.isnan(d[1]) else f" [{d[1] * 1e6:+,.1f}, {d[2] * 1e6:+,.1f}]"
-            lines.append(
-                f"- {preset}: {d[0] * 1e6:+,.1f} µs{ci}, {_share(d[0], data.forward_s(preset))} of the forward{zero}"
-            )
+    if len(data.revisions) > 1:
+        lines += ["", *difference_lines(data)]
+    lines += [
+        "",
+        "<details><summary>Phases, GC, what was stubbed and replaced, precision</summary>",
+    ]
     lines += ["", "Phases, µs per iteration (" + ", ".join(SHOWN_PHASES) + "):", ""]
     for preset in data.presets:
         for rev in data.revisions:
@@ -297,8 +348,9 @@ def summary_markdown(data: RealData) -> str:
             lines.append(
                 f"- {preset} {rev}: {gc_text(cell)}; {tracked_text(cell)} per live request"
             )
-    lines += ["", "<details><summary>What was stubbed and replaced; precision</summary>", ""]
+    lines += ["", "What was stubbed and replaced:", ""]
     lines += replaced_lines(data)
+    lines += ["", "Precision:", ""]
     for preset in data.presets:
         for rev in data.revisions:
             cell = data.cell(rev, preset)
@@ -320,11 +372,12 @@ def summary_markdown(data: RealData) -> str:
     return "\n".join(lines) + "\n"
 
 
-def terminal(run_dir: Path) -> str:
+def terminal(run_dir: Path, *, verbose: bool = False) -> str:
+    """The screenful: summary.md without its folded part (verbose: all of it)."""
     data = load(run_dir)
     text = summary_markdown(data)
-    body = text.split("<details>")[0]
-    return body.replace("**", "").rstrip()
+    body = text if verbose else text.split("<details>")[0]
+    return body.replace("**", "").replace("<details><summary>", "").rstrip()
 
 
 # -- pyperf and html ------------------------------------------------------------------------
@@ -339,6 +392,8 @@ def to_pyperf(data: RealData) -> None:
         iterations = int(data.manifest["presets"][cell.preset]["values"]["iterations"])
         for k, out in enumerate(cell.outputs):
             for metric, vals in out["_values"].items():
+                if not all(v > 0 for v in vals):
+                    continue  # pyperf holds positive values only: a phase with empty windows
                 name = str(BenchName.of("real", cell.revision, preset=cell.preset, metric=metric))
                 runs.setdefault(name, []).append(
                     BenchValues(name, vals, [], iterations, "second", "frozen", worker=k)

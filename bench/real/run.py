@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import shlex
+import signal
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -209,6 +210,7 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
         "created": wall_s(),
         "status": "running",
         "revisions": {r.name: r.meta() for r in revisions},
+        "order": [r.name for r in revisions],  # the first is the baseline of every difference
         "presets": {p.name: p.meta(cfg.changed) for p in cfg.presets},
         "lockstep": len(revisions) > 1,
         "budget_s": cfg.budget_s,
@@ -220,6 +222,11 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
     }
     write_json(run_dir / MANIFEST, manifest)
     status = "complete"
+
+    def terminated(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         _measure(cfg, revisions, run_dir, manifest)
         if cfg.count:
@@ -228,6 +235,8 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
         status = "incomplete"
         manifest["interrupted"] = True
         progress("interrupted: the finished processes are kept")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if manifest["failures"]:
         status = "failed" if status == "complete" else status
     manifest["status"] = status

@@ -103,16 +103,16 @@ def classify(exc: BaseException) -> dict[str, Any]:
     return {"kind": kind, "message": f"{type(exc).__name__} at {_where(exc)}: {text}"}
 
 
-def run(job: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"ok": False, "replaced": []}
-    os.environ.update(job.get("env", {}))
-    warnings.filterwarnings("ignore")  # the revision's import-time warnings are not ours
-    import torch
-
-    finder = stubs.install(job.get("stubs", ()), stubs.paired_versions(torch.__version__))
-    t0 = time.time()
+def _import_revision(job: dict[str, Any], out: dict[str, Any]) -> stubs.StubFinder:
+    """The revision imported under its stubs; what it is and how long its import took."""
     import importlib
 
+    import torch
+
+    os.environ.update(job.get("env", {}))
+    warnings.filterwarnings("ignore")  # the revision's import-time warnings are not ours
+    finder = stubs.install(job.get("stubs", ()), stubs.paired_versions(torch.__version__))
+    t0 = time.time()
     for name in MODULES:
         importlib.import_module(name)
     import sglang
@@ -120,26 +120,25 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     out["import_s"] = round(time.time() - t0, 2)
     out["sglang_file"] = str(Path(sglang.__file__).parent)
     out["sglang_version"] = getattr(sglang, "__version__", None)
-
-    from sglang.srt.managers import (
-        io_struct,
-        schedule_batch,
-        scheduler,
-    )
-
     torch.set_num_threads(int(job.get("torch_threads", 1)))
-    phases = Phases()
+    return finder
+
+
+def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steering:
+    """The stand-in, the sockets, the request stream, an injected state home: in place before
+    the Scheduler is built."""
+    from sglang.srt.managers import io_struct, schedule_batch
+
     phases.install()
     workload = Workload.from_json(job["workload"])
     out["replaced"] += standin.install(phases, workload.vocab_size)
     channel = ipc.Channel()
     out["replaced"] += ipc.install(channel)
-    plan = Plan(**job["plan"])
     steering = Steering(
         factory=RequestFactory(workload),
         channel=channel,
         phases=phases,
-        plan=plan,
+        plan=Plan(**job["plan"]),
         encode=ipc.encoder(),
         freeze_request=getattr(io_struct, "FreezeGCReq", None),
     )
@@ -151,21 +150,6 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     steering.track_requests(schedule_batch.Req)
     if job.get("mode") == "count":
         steering.counter = CallCounter(out["sglang_file"])
-    built: dict[str, float] = {}
-
-    original_loop = scheduler.Scheduler.run_event_loop
-
-    def run_event_loop(self: Any) -> Any:
-        built["s"] = time.time() - t_build
-        steering.scheduler = self
-        out["tracked_after_build"] = len(gc.get_objects())
-        try:
-            return original_loop(self)
-        except Exception as exc:
-            raise Failed(exc) from exc
-
-    scheduler.Scheduler.run_event_loop = run_event_loop
-    _carry(scheduler.Scheduler, "__init__")
     channel.on_boundary = steering.boundary
 
     def on_finish() -> None:
@@ -175,6 +159,27 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
     steering.on_finish = on_finish
     gc.callbacks.append(steering.gc_callback)
+    return steering
+
+
+def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> server.InfoPipe:
+    """Build the Scheduler as the server does and step its loop until the plan is measured."""
+    from sglang.srt.managers import scheduler
+
+    built: dict[str, float] = {"t": 0.0}
+    original_loop = scheduler.Scheduler.run_event_loop
+
+    def run_event_loop(self: Any) -> Any:
+        out["build_s"] = round(time.time() - built["t"], 2)
+        steering.scheduler = self
+        out["tracked_after_build"] = len(gc.get_objects())
+        try:
+            return original_loop(self)
+        except Exception as exc:
+            raise Failed(exc) from exc
+
+    scheduler.Scheduler.run_event_loop = run_event_loop
+    _carry(scheduler.Scheduler, "__init__")
     with tempfile.TemporaryDirectory(prefix="reqstate-real-model-") as model_dir:
         model = server.write_model(Path(model_dir), int(job["context_len"]))
         values = {**server.BASE_ARGS, **job.get("server", {}), "model_path": str(model)}
@@ -182,16 +187,22 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         out["server_args"] = {k: v for k, v in passed.items() if k != "model_path"}
         out["server_args_missing"] = missing
         ports = server.port_args(args)
-        channel.input_endpoint = ports.scheduler_input_ipc_name
+        steering.channel.input_endpoint = ports.scheduler_input_ipc_name
         pipe = server.InfoPipe()
-        t_build = time.time()
+        built["t"] = time.time()
         try:
             server.call_run_scheduler_process(args, ports, pipe)
         except Finished:
-            pass
-        else:
-            raise RuntimeError("the revision's event loop returned before the run was complete")
-    out["build_s"] = round(built.get("s", 0.0), 2)
+            return pipe
+        raise RuntimeError("the revision's event loop returned before the run was complete")
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"ok": False, "replaced": []}
+    finder = _import_revision(job, out)
+    phases = Phases()
+    steering = _steering(job, out, phases)
+    pipe = _drive(job, out, steering)
     out["init_info"] = {k: v for k, v in pipe.info.items() if isinstance(v, (int, float, str))}
     out["stubbed"] = dict(finder.served)
     out["phases_wrapped"] = phases.wrapped

@@ -3,6 +3,8 @@ time attributed to the innermost phase running (exclusive time), so the phases o
 add up to its wall time.
 
     receive   the loop's handling of arrived requests (process_input_requests)
+    transfer  a disaggregated decode node's own queues: preallocation and the KV transfers
+              polled (process_decode_queue)
     schedule  choosing the next batch (get_next_batch_to_run and its PD twins), less prepare
     prepare   building the batch's tensors (prepare_for_extend / prepare_for_decode / prebuilt)
     forward   run_batch's own host work (ForwardBatch.init_new, the worker's wrapping), less the
@@ -25,7 +27,17 @@ from typing import Any
 
 from bench.base.timing import now_ns
 
-PHASES = ("receive", "schedule", "prepare", "forward", "result", "output", "stand_in", "other")
+PHASES = (
+    "receive",
+    "transfer",
+    "schedule",
+    "prepare",
+    "forward",
+    "result",
+    "output",
+    "stand_in",
+    "other",
+)
 
 # phase -> (module, Class.method) candidates; whichever exist at the revision are wrapped.
 _SCHED = "sglang.srt.managers.scheduler"
@@ -37,6 +49,7 @@ _PRE = "sglang.srt.disaggregation.prefill"
 _DSB = "sglang.srt.disaggregation.decode_schedule_batch_mixin"
 TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
     "receive": ((_SCHED, "Scheduler.process_input_requests"),),
+    "transfer": ((_DEC, "SchedulerDisaggregationDecodeMixin.process_decode_queue"),),
     "schedule": (
         (_SCHED, "Scheduler.get_next_batch_to_run"),
         (_DEC, "SchedulerDisaggregationDecodeMixin.get_next_disagg_decode_batch_to_run"),

@@ -72,6 +72,13 @@ class RequestFactory:
         self.fields = _fields(self.cls)
         self.ids_as_array = "array" in str(self.fields.get("input_ids", ""))
         self.made = 0
+        self.bootstrap_host = None
+        if workload.bootstrap_rooms:
+            # what sglang bench_serving sends to a fake-transfer deployment
+            # (python/sglang/benchmark/serving.py:1990 at sgl-project/sglang d55f1c28e2)
+            from sglang.srt.disaggregation import utils as disagg
+
+            self.bootstrap_host = getattr(disagg, "FAKE_BOOTSTRAP_HOST", None)
 
     # -- lengths ----------------------------------------------------------------------------
 
@@ -135,7 +142,7 @@ class RequestFactory:
             "lora_path": None,
             "lora_id": None,
             "custom_logit_processor": None,
-            "bootstrap_host": None,
+            "bootstrap_host": self.bootstrap_host,
             "bootstrap_port": None,
             "bootstrap_room": index if self.w.bootstrap_rooms else None,
         }
