@@ -18,8 +18,9 @@ BENCH_ARGS  ?=
 RUN         ?=
 BASE        ?=
 MODE        ?=
-# Test processes for the tests not marked slow (pytest-xdist; auto = one per core). The slow
-# ones (measured runs, gates under callgrind or the wall clock) run one at a time.
+# Test processes (pytest-xdist; auto = one per core): the fast tests, then the slow ones that
+# do not judge wall-clock timings (instruction counts, reports, structure); the `serial` ones
+# (wall gates, budgets, signals) run one at a time, last, with the machine to themselves.
 TEST_WORKERS ?= auto
 
 .PHONY: setup test test-real test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
@@ -64,7 +65,8 @@ test: $(STAMP)
 	"$(PY)" -m ruff format --check .
 	"$(PY)" -m mypy
 	"$(PY)" -m pytest -q -m "not slow and not real" -n $(TEST_WORKERS)
-	"$(PY)" -m pytest -q -m "slow and not real"
+	"$(PY)" -m pytest -q -m "slow and not serial and not real" -n $(TEST_WORKERS) --dist loadgroup
+	"$(PY)" -m pytest -q -m "serial and not real"
 
 # Real mode against sglang 0.5.23 from the registry (tests/test_real_sglang.py): builds its
 # environment into the user's cache the first time (a few minutes, ~2.5 GB), then runs its own

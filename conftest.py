@@ -20,6 +20,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tiny_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+            # one worker builds the run (pytest-xdist --dist loadgroup), not each of them
+            item.add_marker(pytest.mark.xdist_group("tiny_run"))
 
 
 @pytest.fixture(params=ALL_STRATEGIES, ids=[s.name for s in ALL_STRATEGIES])

@@ -13,7 +13,7 @@ from bench.orchestration.adaptive import FURTHER_VALUES
 from bench.runformat.pyperf_io import load_pyperf, values_of
 from tests.helpers import FIXTURES, run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # budgets are wall-clock seconds
 TINY = str(FIXTURES / "tiny_config.json")
 
 
@@ -44,7 +44,10 @@ def test_a_budget_buys_rounds_for_a_family_short_of_its_precision(tmp_path: Path
     assert family["target_pct"] == 0.01
     assert family["precision_pct"] is not None
     assert family["precision_pct"] > 0.01
-    assert len(record["worker_wall_s"]) == family["rounds"]
+    # one worker for the plan, then one per further round, measuring the families still short
+    # of the target: the warm case, its cold twin or both (which, depends on the noise)
+    rounds = [f["rounds"] for f in record["families"].values()]
+    assert max(rounds) <= len(record["worker_wall_s"]) <= 1 + sum(r - 1 for r in rounds)
     assert record["budget_s"] == pytest.approx(12.0, abs=2.0)
     assert record["wall_s"] <= 12.0 + 15.0  # a round is predicted to fit, not cut short
     values = values_of(load_pyperf(run / "step.json"))

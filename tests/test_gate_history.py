@@ -18,7 +18,8 @@ import pytest
 from bench.gate.git import snapshot
 from tests.helpers import FIXTURES, ROOT
 
-pytestmark = pytest.mark.slow  # measures: make test runs it, make test-fast does not
+# measures (make test runs it, make test-fast does not), and wall gates judge timings: alone
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None, reason="valgrind not installed: apt-get install valgrind"

@@ -333,12 +333,14 @@ def test_run_target_measures_a_move(repo: tuple[Path, dict[str, str]], tmp_path:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_gate_target_group(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
     md = tmp_path / "gate.md"
     r = run_cli(
         "gate", "--target", str(path), "--base", commits["inline"], "--head", commits["weak"],
         "--group", "lp_states", "--markdown", str(md), "--json", str(tmp_path / "gate.json"),
+        "--rounds", "6",
     )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     text = md.read_text()
@@ -351,7 +353,7 @@ def test_gate_target_group(repo: tuple[Path, dict[str, str]], tmp_path: Path) ->
     assert "Not gated: lookup rows not gated" in text
     r = run_cli(
         "gate", "--target", str(path), "--base", commits["weak"], "--head", commits["weak"],
-        "--group", "lp_states", "--json", str(tmp_path / "aa.json"),
+        "--group", "lp_states", "--json", str(tmp_path / "aa.json"), "--rounds", "6",
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
 

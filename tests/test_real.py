@@ -394,3 +394,29 @@ def test_an_interrupted_run_keeps_what_it_measured(toy_repo: Path, tmp_path: Pat
     assert len(data["processes"]) >= 2
     assert (manifest.parent / "summary.md").is_file()
     assert "interrupted" in err
+
+
+def test_a_working_tree_with_changes_is_measured_as_a_commit_of_them(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    import shutil
+    import subprocess
+
+    work = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(toy_repo), str(work)], check=True)
+    clean = source.parse(str(work))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True)
+    assert clean.commit == head.stdout.strip()
+    sched = work / "python/sglang/srt/managers/scheduler.py"
+    sched.write_text(sched.read_text() + "\n# an uncommitted change\n")
+    dirty = source.parse(str(work))
+    assert dirty.commit != clean.commit  # a stash commit of the change; nothing in PATH moved
+    assert dirty.label.endswith("+changes")
+    tree = source.export(dirty, venv.trees_dir())
+    assert tree is not None
+    assert "an uncommitted change" in (tree / "sglang/srt/managers/scheduler.py").read_text()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=work, capture_output=True, text=True
+    )
+    assert "scheduler.py" in status.stdout  # the change is still there, uncommitted
+    shutil.rmtree(work)

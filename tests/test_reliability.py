@@ -33,6 +33,7 @@ def _only_dir(folder: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: Path) -> None:
     proc = run_cli(
         "run",
@@ -76,6 +77,7 @@ def _suite_done(run: Path, suite: str) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_sigterm_keeps_finished_suites_and_resume_completes(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [

@@ -254,6 +254,7 @@ def test_baseline_and_target_options(repo: tuple[Path, dict[str, str]]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_run_with_two_revisions_writes_the_pr_report(
     repo: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -314,6 +315,7 @@ def _target_gate(
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_wall_gate_passes_an_aa_and_flags_the_per_forward_scan(
     repo: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
