@@ -7,7 +7,13 @@ import gc
 
 import pytest
 
-from bench.base.gcprobe import RAISED_THRESHOLD, apply_gc_mode, background_heap
+from bench.base.gcprobe import (
+    RAISED_THRESHOLD,
+    apply_gc_mode,
+    background_heap,
+    build_background_heap,
+    tracked_objects,
+)
 from bench.base.names import BenchName
 from bench.core import scenarios
 from bench.core.hostpool import HostPool, host_hidden
@@ -72,8 +78,26 @@ def test_the_arms() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(700, 10, 10)
-    heap = background_heap(10_000)
-    assert len(heap) == 2_000  # units of 5 tracked objects
+
+
+def test_the_background_heap_is_built_to_a_count_of_the_whole_process() -> None:
+    """SGLang's 1.08M is the scheduler's whole long-lived generation, imports included: the
+    heap is built until the process tracks the target, not the target on top of what it has."""
+    gc.collect()
+    target = tracked_objects() + 60_000
+    heap = background_heap(target)
+    gc.collect()
+    assert abs(tracked_objects() - target) <= 6  # within one unit of the target
+    built = build_background_heap(target + 30_000)
+    assert built.before_tracked_objects == pytest.approx(target, abs=6)
+    assert built.reached_tracked_objects == pytest.approx(target + 30_000, abs=6)
+    assert built.tracked_objects_per_unit == pytest.approx(6.0, abs=0.01)  # the tuple counts
+    assert len(built.objects) == pytest.approx(30_000 / 6, abs=2)
+    # a process already past the target gets no heap, and says what it holds
+    small = build_background_heap(1_000)
+    assert small.objects == []
+    assert small.reached_tracked_objects > 1_000
+    del heap, built
 
 
 def _memory(state_objects: float) -> MemoryFigures:
@@ -96,6 +120,18 @@ def test_the_extra_pause_is_objects_times_live_times_the_cost_per_object() -> No
     assert (ea.low_s, ea.high_s) == pytest.approx((ea.extra_s, ea.extra_s))
     assert ea.share == pytest.approx(0.6e-3 / 0.300)
     assert eb.extra_s == 0.0
+
+
+def test_a_state_that_removes_tracked_objects_has_a_negative_extra_pause() -> None:
+    """Negative is a result: a head that moves lists into a slots container shortens the
+    collection, and must not read +0."""
+    name = str(BenchName.of("gc_live", "a", live=1500, gc="enabled"))
+    (e,) = gcpressure.extras(
+        {"a": _memory(-2.0)}, {name: 0.2}, {name: 1_000_000}, (1500,), modes=("enabled",)
+    )
+    assert e.objects_per_request == -2.0
+    assert e.extra_s == pytest.approx(-2 * 1500 * 200e-9)  # -0.6 ms
+    assert e.low_s <= e.extra_s <= e.high_s
 
 
 def test_collections_say_when_a_full_one_would_come() -> None:

@@ -1,5 +1,6 @@
 """gc: GC pressure per strategy, with automatic GC enabled and with gc.freeze() after warm-up,
-over a background heap of `background_objects` tracked objects (production heaps hold 1e5-1e6).
+over a background heap built until the process tracks `background_objects` objects in all, its
+imports and torch included (production heaps hold 1e5-1e6; the count reached is recorded).
 
 A GC measurement needs the heap of one strategy alone, so unlike the other suites each process
 holds ONE strategy: per repetition, a worker forks one child per strategy in a seeded shuffled
@@ -13,7 +14,7 @@ Per process and GC mode:
 and, once per strategy, memory/<strategy>/metric=request_bytes and tracked_objects_per_request
 (tracemalloc and gc.get_objects). Raw extras: collections per generation and pause time
 (gc.callbacks), per-step latencies with a GC flag, tracked objects in the heap, memory figures
-and those of a bare request.
+and those of a bare request, and per worker process the tracked objects its heap reached.
 """
 
 from __future__ import annotations
@@ -63,6 +64,17 @@ class MemoryFigures:
 
 
 @dataclass
+class HeapFigures:
+    """The background heap one worker process built (bench.base.gcprobe.build_background_heap),
+    in tracked objects of the whole process: the target, what the process held before building
+    (imports, torch, the harness) and what it reached."""
+
+    target_tracked_objects: int
+    before_tracked_objects: int
+    reached_tracked_objects: int
+
+
+@dataclass
 class GcExtras(SuiteExtras):
     """The gc suite's raw data: the shared records, and its own (measured once per strategy or
     benchmark, in one process: a later process's figure replaces an earlier one)."""
@@ -73,6 +85,8 @@ class GcExtras(SuiteExtras):
     # the tracked objects each full collection of gc_live/<s>/live=L/gc=<mode> traversed
     # (frozen objects excepted), keyed by that benchmark's name
     gc_live_objects: dict[str, int] = field(default_factory=dict, metadata=merging("replace"))
+    # the background heap each worker process built, keyed by its process id
+    heaps: dict[str, HeapFigures] = field(default_factory=dict, metadata=merging("replace"))
 
 
 def extras_of(extras: SuiteExtras) -> GcExtras:
@@ -88,7 +102,8 @@ FLAGS = (
     SuiteFlag(
         "--background-objects",
         "background_objects",
-        "the GC background heap, tracked objects (default: the scheduler's 1.08M)",
+        "the GC background heap: tracked objects in the whole process, imports included, the "
+        "heap is built up to (default: the scheduler's 1.08M)",
         type=int,
         metavar="N",
     ),
@@ -134,7 +149,9 @@ class Options(SuiteOptions):
     scenarios: tuple[str, ...] = ("prefill-dspark", "decode-dspark")
     # The scheduler's long-lived population: ~1.08M gen2 objects measured in SGLang's scheduler
     # process (sgl-project/sglang PR #30693: "the scheduler's ~1.08M gen2 objects"; #30596
-    # counts ~2.5-2.7M across tokenizer manager, scheduler and detokenizer).
+    # counts ~2.5-2.7M across tokenizer manager, scheduler and detokenizer). That count is the
+    # whole process, imports included, so the heap is built up to it in all: what the process
+    # tracks already (~165k with torch imported here) counts towards it.
     background_objects: int = 1_080_000
     steps_per_value: int = 50
     memory_sample_requests: int = 1_000

@@ -250,12 +250,19 @@ def headline(config: RunConfig, s: Strategy) -> bool:
 _HEAP: list[Any] = []
 
 
-def _background(ctx: WorkerContext) -> list[Any]:
-    from bench.base.gcprobe import background_heap, gc_paused
+def _background(ctx: WorkerContext, out: SuiteOutput) -> list[Any]:
+    """The background heap, built up to `background_objects` tracked objects in the whole
+    process (what it reached recorded in out's extras, keyed by this process's id)."""
+    from bench.base.gcprobe import build_background_heap, gc_paused
+    from bench.suites.gc import HeapFigures
 
     if not _HEAP:
         with gc_paused():
-            _HEAP.append(background_heap(ctx.config.suite(KIND).background_objects))
+            heap = build_background_heap(ctx.config.suite(KIND).background_objects)
+        _HEAP.append(heap.objects)
+        extras_of(out.extras).heaps[str(os.getpid())] = HeapFigures(
+            heap.target_tracked_objects, heap.before_tracked_objects, heap.reached_tracked_objects
+        )
     return _HEAP[0]
 
 
@@ -275,7 +282,7 @@ def _measure_strategies(ctx: WorkerContext, *, memory: bool = True) -> SuiteOutp
         if s.name in out.failures:
             continue
         with phase(out, "gc:heap"):
-            _background(ctx)
+            _background(ctx, out)
         try:
             timed = headline(cfg, s)
             for i, case in enumerate(cases):
@@ -329,7 +336,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         with phase(out, "gc:memory"):
             _memory(ctx, out)  # every strategy, before the heap: its collections are cheap
     with phase(out, "gc:heap"):
-        _background(ctx)  # once, before the children fork
+        _background(ctx, out)  # once, before the children fork
     with tempfile.TemporaryDirectory(prefix=".gc-children-") as tmp:
         for i, s in enumerate(order):
             path = Path(tmp) / f"{i}.json"

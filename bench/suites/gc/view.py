@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.base.names import TWIN_RE, BenchName, CaseKey
+from bench.base.names import BenchName, CaseKey
 from bench.report.viewspec import FamilySpec, FigureSpec
 from bench.suites.gc import extras_of
+from bench.suites.gc.view_checks import (
+    check_words,
+    counted_aa,
+    heap_words,
+    measured_floor,
+    slope_sentence,
+    twins_of,
+)
 
 if TYPE_CHECKING:
     from bench.report.headline import Metric
@@ -98,36 +106,13 @@ def _not_exercised(c: Any, mode: str) -> str:
     return "; ".join(parts)
 
 
-def _twin_floor(data: SuiteData, base: str, twins: list[str]) -> tuple[float, float, float] | None:
-    """The largest deviation (%) of the baseline's twins from it: tracked objects per request,
-    the extra full-collection pause, the measured full pause at the live sizes."""
-    extra = {(e.strategy, e.live, e.mode): e for e in pressure(data)}
-    memory = extras_of(data.extras).memory
-    if not twins or base not in memory:
-        return None
-    objects = pause = measured = 0.0
-    for t in twins:
-        if t not in memory or not memory[base].state_tracked_objects:
-            continue
-        objects = max(
-            objects,
-            abs(memory[t].state_tracked_objects / memory[base].state_tracked_objects - 1) * 100,
-        )
-        for (s, live, mode), e in extra.items():
-            b = extra.get((base, live, mode))
-            if s != t or b is None or not b.extra_s:
-                continue
-            pause = max(pause, abs(e.extra_s / b.extra_s - 1) * 100)
-            if e.pause_s and b.pause_s and mode == "enabled":
-                measured = max(measured, abs(e.pause_s / b.pause_s - 1) * 100)
-    return objects, pause, measured
-
-
 def verdict_sentences(data: SuiteData) -> list[str]:
     """The GC verdict in a maintainer's units, for the baseline: tracked objects per live
-    request, the extra full-collection pause at each live size (with its interval and its share
-    of the pause measured there), unfrozen and frozen, the collections the scenarios saw per
-    1,000 iterations, and what a request's death costs."""
+    request, the MODELLED extra full-collection pause at each live size (counted objects times
+    live requests times the pooled per-object cost, with that cost's interval, and its share of
+    the pause measured there), unfrozen and frozen; the check of that per-object cost against
+    the measured pause's slope; the A/A floor of the measured pause; the heap built; the
+    collections the scenarios saw per 1,000 iterations; and what a request's death costs."""
     base = data.config.baseline
     out = []
     by = {(e.live, e.mode): e for e in pressure(data) if e.strategy == base}
@@ -140,28 +125,53 @@ def verdict_sentences(data: SuiteData) -> list[str]:
                 if e is None or e.pause_s is None:
                     continue
                 parts.append(
-                    f"{words}, at {live:,} live requests +{e.extra_s * 1e3:,.3f} ms "
-                    f"[{e.low_s * 1e3:,.3f}, {e.high_s * 1e3:,.3f}] per full collection "
-                    f"({(e.share or 0) * 100:.2f}% of its {e.pause_s * 1e3:,.1f} ms)"
+                    f"{words}, at {live:,} live requests {e.extra_s * 1e3:+,.3f} ms "
+                    f"[{e.low_s * 1e3:+,.3f}, {e.high_s * 1e3:+,.3f}] per full collection "
+                    f"({(e.share or 0) * 100:+.2f}% of its measured {e.pause_s * 1e3:,.1f} ms)"
                 )
         out.append(
-            f"{base} adds {n:,.2f} GC-tracked objects per live request (net of a bare request, "
-            "counted): " + "; ".join(parts) + "."
+            f"{base}'s state adds {n:+,.2f} GC-tracked objects per live request (net of a bare "
+            "request, counted). Modelled extra pause (those objects x the live requests x a "
+            "per-object cost pooled over processes; the interval is that cost's spread only): "
+            + "; ".join(parts)
+            + "."
         )
-        twins = sorted(
-            t
-            for t in extras_of(data.extras).memory
-            if (m := TWIN_RE.match(t)) is not None and m["of"] == base
-        )
-        floor = _twin_floor(data, base, twins)
-        if floor is not None:
-            out.append(
-                f"A/A: {', '.join(twins)} differs from {base} by {floor[0]:.1f}% in tracked "
-                f"objects per request and {floor[1]:.1f}% in the extra pause (counts are exact; "
-                "the per-object cost is pooled), {:.1f}% in the measured full pause.".format(
-                    floor[2]
-                )
+        checks = [
+            x
+            for x in (
+                slope_sentence(data, "enabled", "unfrozen", n),
+                slope_sentence(data, "frozen", "frozen", n),
             )
+            if x
+        ]
+        if checks:
+            out.append("Check on the model: " + "; ".join(checks) + ".")
+        twins = twins_of(data, base)
+        if twins:
+            floor_on, floor_ms_on = measured_floor(data, base, twins, "enabled")
+            floor_fr, floor_ms_fr = measured_floor(data, base, twins, "frozen")
+            text = (
+                f"A/A floor (measured full pauses): {', '.join(twins)} differs from {base} by up "
+                f"to {floor_on:.1f}% ({floor_ms_on * 1e3:,.2f} ms) unfrozen and {floor_fr:.1f}% "
+                f"({floor_ms_fr * 1e3:,.2f} ms) frozen at the live sizes"
+            )
+            first = by.get((data.config.suite("gc").live_sizes[0], "enabled"))
+            if first is not None and first.pause_s is not None and floor_ms_on:
+                under = abs(first.extra_s) < floor_ms_on
+                text += f"; the modelled {first.extra_s * 1e3:+,.2f} ms at {first.live:,} is " + (
+                    "under it: too small for these measured pauses to show" if under else "over it"
+                )
+            counted = counted_aa(data, base, twins)
+            if counted is not None:
+                text += (
+                    f". Counted, not a floor: its tracked objects per request differ by "
+                    f"{counted:.1f}% (exact counts of identical code: 0 by construction, as is "
+                    "its modelled extra pause's difference)"
+                )
+            out.append(text + ".")
+    heap = heap_words(data)
+    if heap:
+        out.append(heap[0].upper() + heap[1:] + ".")
     for case in _cases(data):
         bits = []
         for mode in _modes(data):
@@ -212,31 +222,40 @@ def collections_words(data: SuiteData, strategy: str) -> str:
 
 def summary_lines(data: SuiteData, names: list[str]) -> list[str]:
     """The PR section's GC line and memory line: the baseline and the candidate (names) side
-    by side, in the same units (tracked objects and bytes per request; ms per full collection
-    at the first live size, unfrozen and frozen; the collections the first scenario saw)."""
+    by side, in the same units (tracked objects and bytes per request, signed; the modelled ms
+    per full collection at the first live size, unfrozen and frozen, and whether the measured
+    slope agrees with the model's per-object cost; the heap built; the collections the first
+    scenario saw)."""
     live = data.config.suite("gc").live_sizes
     by = {(e.strategy, e.mode): e for e in pressure(data) if live and e.live == live[0]}
     shown = [n for n in names if (n, "enabled") in by]
     out = []
     if shown:
         pause = by[(shown[0], "enabled")].pause_s or 0.0
-        objects = ", ".join(f"{n} +{by[(n, 'enabled')].objects_per_request:,.2f}" for n in shown)
+        objects = ", ".join(f"{n} {by[(n, 'enabled')].objects_per_request:+,.2f}" for n in shown)
 
         def extra(mode: str) -> str:
             return ", ".join(
-                f"{n} +{e.extra_s * 1e3:,.2f} [{e.low_s * 1e3:,.2f}, {e.high_s * 1e3:,.2f}]"
+                f"{n} {e.extra_s * 1e3:+,.2f} [{e.low_s * 1e3:+,.2f}, {e.high_s * 1e3:+,.2f}]"
                 for n in shown
                 if (e := by.get((n, mode))) is not None and e.pause_s
             )
 
         line = (
             f"GC: tracked objects per live request {objects}; at {live[0]:,} live requests, "
-            f"ms added to a full collection of {pause * 1e3:,.0f} ms: {extra('enabled')}"
+            f"modelled ms added to a measured full collection of {pause * 1e3:,.0f} ms "
+            f"(objects x live x pooled cost per object): {extra('enabled')}"
         )
         frozen = by.get((shown[0], "frozen"))
         if frozen is not None and frozen.pause_s:
             line += f"; with the heap frozen (SGLang's default, {frozen.pause_s * 1e3:,.1f} ms): "
             line += extra("frozen")
+        check = check_words(data, live[0])
+        if check:
+            line += f"; {check}"
+        heap = heap_words(data, short=True)
+        if heap:
+            line += f"; {heap}"
         seen = collections_words(data, shown[0])
         out.append(line + (f"; {shown[0]} in {seen}." if seen else "."))
     memory = extras_of(data.extras).memory
@@ -247,7 +266,7 @@ def summary_lines(data: SuiteData, names: list[str]) -> list[str]:
             "Memory per request, over a bare request's "
             f"{bare.bare_request_bytes:,.0f} bytes: "
             + ", ".join(
-                f"{n} +{memory[n].state_bytes:,.0f} bytes (+{memory[n].state_tracked_objects:,.2f}"
+                f"{n} {memory[n].state_bytes:+,.0f} bytes ({memory[n].state_tracked_objects:+,.2f}"
                 " tracked objects)"
                 for n in mem
             )
@@ -258,7 +277,7 @@ def summary_lines(data: SuiteData, names: list[str]) -> list[str]:
 
 def summary_verdict(data: SuiteData, names: list[str]) -> list[str]:
     """One sentence: what the baseline's state adds to a full collection against the
-    candidate's, at the first live size, unfrozen."""
+    candidate's, at the first live size, unfrozen: counted objects, the modelled pause."""
     live = data.config.suite("gc").live_sizes
     by = {
         e.strategy: e for e in pressure(data) if live and e.live == live[0] and e.mode == "enabled"
@@ -268,13 +287,16 @@ def summary_verdict(data: SuiteData, names: list[str]) -> list[str]:
         return []
     first = by[shown[0]]
     text = (
-        f"Its state adds {first.objects_per_request:,.2f} GC-tracked objects per request, "
-        f"+{first.extra_s * 1e3:,.2f} ms to a {(first.pause_s or 0) * 1e3:,.0f} ms full collection "
-        f"at {live[0]:,} live requests ({(first.share or 0) * 100:.2f}%)"
+        f"Its state adds {first.objects_per_request:+,.2f} GC-tracked objects per request (counted), "
+        f"{first.extra_s * 1e3:+,.2f} ms modelled to a measured {(first.pause_s or 0) * 1e3:,.0f} ms "
+        f"full collection at {live[0]:,} live requests ({(first.share or 0) * 100:+.2f}%)"
     )
     if len(shown) > 1:
         other = by[shown[1]]
-        text += f"; {shown[1]}'s {other.objects_per_request:,.2f}, +{other.extra_s * 1e3:,.2f} ms"
+        text += (
+            f"; {shown[1]}'s {other.objects_per_request:+,.2f}, "
+            f"{other.extra_s * 1e3:+,.2f} ms modelled"
+        )
     return [text + "."]
 
 
@@ -304,23 +326,26 @@ def report_extra(data: SuiteData) -> list[Html]:
             td(tag("code", e.strategy)),
             num(e.mode),
             num(f"{e.live:,}"),
-            num(f"{e.objects_per_request:,.2f}"),
-            num(f"+{e.extra_s * 1e3:,.3f} [{e.low_s * 1e3:,.3f}, {e.high_s * 1e3:,.3f}]"),
+            num(f"{e.objects_per_request:+,.2f}"),
+            num(f"{e.extra_s * 1e3:+,.3f} [{e.low_s * 1e3:+,.3f}, {e.high_s * 1e3:+,.3f}]"),
             num("-" if e.pause_s is None else f"{e.pause_s * 1e3:,.1f}"),
-            num("-" if e.share is None else f"{e.share * 100:.2f}%"),
+            num("-" if e.share is None else f"{e.share * 100:+.2f}%"),
         )
         for e in pressure(data)
     ]
     if extra_rows:
         out += [
-            tag("h3", "What the state adds to a full collection"),
+            tag("h3", "What the state adds to a full collection (modelled)"),
             tag(
                 "p",
-                "Tracked objects per live request net of a bare request (counted), times the "
-                "live requests, times a full collection's cost per object it traverses (each "
+                "Modelled, not measured: tracked objects per live request net of a bare request "
+                "(counted, signed: a state that removes objects reads negative), times the live "
+                "requests, times a full collection's cost per object it traverses (each "
                 "process's measured pause at that size over the objects it traversed, pooled "
-                "over every strategy's process; the interval is that pool's): the extra pause, "
-                "beside the strategy's own measured pause at that size.",
+                "over every strategy's process; the interval is that pool's spread only, not "
+                "the pause's): the modelled extra pause, beside the strategy's own measured "
+                "pause at that size. The check on the model (the measured pause's slope per "
+                "tracked object between two live sizes) is in the verdict above.",
                 class_="note",
             ),
             table(
@@ -328,10 +353,10 @@ def report_extra(data: SuiteData) -> list[Html]:
                     "strategy",
                     "gc",
                     "live requests",
-                    "state objects / request",
-                    "extra pause ms [95% CI]",
+                    "state objects / request (counted)",
+                    "modelled extra pause ms [95% CI of the per-object cost]",
                     "measured pause ms",
-                    "share",
+                    "modelled share",
                 ),
                 extra_rows,
             ),
@@ -388,8 +413,9 @@ def report_extra(data: SuiteData) -> list[Html]:
         note = (
             f"A bare request (no state) is about {bare.bare_request_bytes:,.0f} bytes and "
             f"{bare.bare_request_tracked_objects:,.2f} tracked objects; 'state' columns are the "
-            "difference from a bare request measured in the same process (can be slightly "
-            "negative within measurement noise)."
+            "difference from a bare request measured in the same process, signed: negative when "
+            "the state removes objects or bytes from a request (or, when small, within "
+            "measurement noise)."
         )
         out += [
             tag("h3", "Memory per request"),

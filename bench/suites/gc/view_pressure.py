@@ -6,12 +6,18 @@ collection. Timing the difference directly is out of reach (a 3,000-object diffe
 1.4M-object collection of ~200 ms is well inside the collection's own run-to-run spread), so
 the harness counts and measures separately:
 
-    objects    tracked objects per live request, net of a bare request (exact: gc.get_objects
-               over 1,000 requests; the A/A twin's count equals its original's)
+    objects    tracked objects per live request, net of a bare request, signed (exact:
+               gc.get_objects over 1,000 requests; the A/A twin's count equals its original's by
+               construction, so it is no noise floor)
     per object the cost of a full collection per tracked object it traversed: each process's
                measured pause at L live requests over the objects that collection traversed
                (gc_live), pooled over every strategy's process (the same heap and interpreter)
-    extra      objects x L x per object, with an interval from the pooled per-object costs
+    extra      objects x L x per object: MODELLED, with an interval from the pooled per-object
+               costs only (not the pause's own spread)
+
+The model is checked against what is measured (bench.suites.gc.pause_slope): the measured pause's
+slope per tracked object between two live sizes, against the pooled per-object cost; and its
+noise floor is the A/A twin's difference in the measured pause, not in the counts.
 
 and, from the collector's own counters over the measured iterations, the collections per
 generation, their pause, and how fast the long-lived generation grows: CPython starts a full
@@ -46,7 +52,8 @@ class PerObject:
 
 @dataclass(frozen=True)
 class Extra:
-    """What a strategy's state adds to one full collection at `live` requests."""
+    """What a strategy's state adds to one full collection at `live` requests, modelled (not
+    measured): signed, negative for a state that removes tracked objects from a request."""
 
     strategy: str
     live: int
@@ -88,7 +95,8 @@ def extras(
     live_sizes: Sequence[int],
     modes: Sequence[str] = ("enabled", "frozen"),
 ) -> list[Extra]:
-    """Per strategy, live size and mode: the extra full-collection pause its state costs."""
+    """Per strategy, live size and mode: the extra full-collection pause its state costs,
+    modelled (counted objects x live x the pooled per-object cost), signed."""
     out = []
     for mode in modes:
         for live in live_sizes:
@@ -96,8 +104,11 @@ def extras(
             if cost is None:
                 continue
             for strategy, m in sorted(memory.items()):
-                n = max(0.0, m.state_tracked_objects)
+                # signed: a state that removes tracked objects from a request (lists moved
+                # into a slots container) shortens the collection, and reads negative
+                n = m.state_tracked_objects
                 own = str(BenchName.of("gc_live", strategy, live=live, gc=mode))
+                low, high = sorted((n * live * cost.low, n * live * cost.high))
                 out.append(
                     Extra(
                         strategy,
@@ -105,8 +116,8 @@ def extras(
                         mode,
                         n,
                         n * live * cost.median,
-                        n * live * cost.low,
-                        n * live * cost.high,
+                        low,
+                        high,
                         live_medians.get(own),
                     )
                 )
