@@ -18,8 +18,9 @@ import pytest
 from bench.gate.git import snapshot
 from tests.helpers import FIXTURES, ROOT
 
-# measures (make test runs it, make test-fast does not), and wall gates judge timings: alone
-pytestmark = [pytest.mark.slow, pytest.mark.serial]
+# measures (make test runs it, make test-fast does not); the wall gates judge timings: alone
+pytestmark = [pytest.mark.slow]
+WALL = pytest.param("wall", marks=pytest.mark.serial)
 
 needs_valgrind = pytest.mark.skipif(
     shutil.which("valgrind") is None, reason="valgrind not installed: apt-get install valgrind"
@@ -140,12 +141,12 @@ def _verdict(proc: subprocess.CompletedProcess[str], out: Path, mode: str) -> di
     return result
 
 
-MODES = ["wall", pytest.param("instructions", marks=needs_valgrind)]
+MODES = [WALL, pytest.param("instructions", marks=needs_valgrind)]
 # Adding and removing a configuration key reach both modes through the same base-config code
 # (bench/gate/history.py): instruction mode (~30 s each under callgrind) runs on the rename.
 
 
-@pytest.mark.parametrize("mode", ["wall"])
+@pytest.mark.parametrize("mode", [WALL])
 def test_candidate_adds_a_configuration_key(history: dict, mode: str, tmp_path: Path) -> None:
     repo = history["repo"]
     _checkout(repo, history["c1"])
@@ -154,7 +155,7 @@ def test_candidate_adds_a_configuration_key(history: dict, mode: str, tmp_path: 
         assert any("history_knob" in n for n in result["meta"]["base_notes"])
 
 
-@pytest.mark.parametrize("mode", ["wall"])
+@pytest.mark.parametrize("mode", [WALL])
 def test_candidate_removes_a_configuration_key(history: dict, mode: str, tmp_path: Path) -> None:
     repo = history["repo"]
     _checkout(repo, history["c2"])

@@ -284,7 +284,9 @@ def test_run_real_refuses_synthetic_options_and_bad_presets(toy_repo: Path) -> N
 
 @pytest.mark.slow
 def test_gate_real_fails_a_slower_admission(toy_repo: Path, tmp_path: Path) -> None:
+    # fewer turns than the preset's 400 per process: the toy's slowdown is large
     args = ["--real-python", PY, "--real-preset", "prefill-chunked", "--rounds", "6"]
+    args += ["--set", "warmup=100", "--set", "values=120"]
     slow = run_cli(
         "gate", "--real", str(toy_repo), "--base", "fast", "--head", "slow_alloc", *args,
         "--json", str(tmp_path / "slow.json"), "--markdown", str(tmp_path / "slow.md"), timeout=600,

@@ -22,7 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ class RealGate:
     threshold_share_pct: float | None = None
     seed: int = 0
     interpreter: str | None = None  # --real-python
+    changed: Mapping[str, Any] = field(default_factory=dict)  # --set (kept in lockstep)
 
 
 def bench_name(preset: str, metric: str = GATED_METRIC) -> str:
@@ -192,7 +194,7 @@ def run(
         f"gate: {base.source.label} vs {head.source.label}, {len(cfg.presets)} preset(s), "
         f"{cfg.rounds} rounds of {len(SIDES)} processes"
     )
-    cfg = replace(cfg, presets=tuple(p.in_lockstep() for p in cfg.presets))
+    cfg = replace(cfg, presets=tuple(p.in_lockstep(cfg.changed) for p in cfg.presets))
     vals, seen = measure(cfg, sides)
     judgements = judge(cfg, vals)
     meta: dict[str, Any] = {

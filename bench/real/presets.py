@@ -76,7 +76,7 @@ class RealPreset:
         per = self.prefix_len + self._longest(self.prompts) + self._longest(self.outputs)
         return self.running * per + self.chunked_prefill_size + 4096
 
-    def in_lockstep(self) -> RealPreset:
+    def in_lockstep(self, changed: Mapping[str, Any] | None = None) -> RealPreset:
         """How processes of several revisions measure it together (bench.real.process): one
         iteration per value, taken in turns, 400 per process. Measured on an A/A pair of one
         revision here (prefill-chunked, 2 rounds): the spread of a pair's log ratio was 0.16
@@ -84,7 +84,10 @@ class RealPreset:
         finest turns give the most pairs for the least spread each, and every iteration of a
         revision then follows one of another's, its data out of the core's nearest caches, as
         a real scheduler's iteration follows a forward's launch work."""
-        return replace(self, iterations=LOCKSTEP_ITERATIONS, values=LOCKSTEP_VALUES)
+        kept = {k: v for k, v in (changed or {}).items() if k in ("iterations", "values")}
+        return replace(
+            self, **{"iterations": LOCKSTEP_ITERATIONS, "values": LOCKSTEP_VALUES, **kept}
+        )
 
     def plan(self) -> dict[str, Any]:
         return {

@@ -201,7 +201,7 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
     for note in notes:
         progress(note)
     if len(revisions) > 1:  # measured together, in turns (bench.real.process)
-        cfg = replace(cfg, presets=[p.in_lockstep() for p in cfg.presets])
+        cfg = replace(cfg, presets=[p.in_lockstep(cfg.changed) for p in cfg.presets])
     run_dir = new_run_dir(cfg.output_dir)
     check_free_space(run_dir)
     manifest: dict[str, Any] = {
