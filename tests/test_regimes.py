@@ -176,3 +176,20 @@ def test_two_designs_with_the_same_lookups_read_the_same(tmp_path: Path) -> None
     assert "within noise: its interval includes zero" in paragraph
     html = (run / "report.html").read_text()
     assert "(same)" in html
+
+
+def test_the_variation_studys_loaded_arm_reads_through_the_caches() -> None:
+    """The loaded arm's other process must evict the measured one's cache lines: ordinary loads
+    of every line of a buffer larger than the last-level cache (a memset of that size uses
+    non-temporal stores, which bypass the caches)."""
+    from bench.commands import variation
+
+    assert "memset" not in variation.HOG
+    once = variation.HOG.replace("while True:\n    sweep()\n", "sweep()\n")
+    assert once != variation.HOG, "the hog loops over one sweep"
+    namespace: dict[str, object] = {}
+    exec(compile(once, "<hog>", "exec"), namespace)
+    sweep = namespace["sweep"]
+    assert isinstance(sweep, regime.CacheSweep)
+    assert sweep.size == regime.sweep_bytes()
+    assert sweep.size >= regime.DEFAULT_SWEEP_BYTES

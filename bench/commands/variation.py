@@ -14,7 +14,10 @@ medians (coefficient of variation, min-max) per arm:
                       process i (another heap layout, as another tree's objects would give)
     all schedulers    hash seeds 1..N, every built-in strategy and pattern interleaved in one heap
                       (the default run's step suite)
-    loaded            as `suite`, with a process writing 64 MiB in a loop on another core
+    loaded            as `suite`, with a process on another core reading one byte of every
+                      cache line of a buffer larger than the last-level cache, in a loop
+                      (bench.measure.regime.CacheSweep: ordinary loads that go through the
+                      caches; a memset of that size uses non-temporal stores that bypass them)
 
 What differs between `suite` and `fixed seed` is the hash seed's share; between `fixed seed`
 and `fixed seed+heap`, the heap layout's; between `suite` and `all schedulers`, how many
@@ -39,9 +42,12 @@ from bench.orchestration.runner import FIXED_HASH_SEED_ENV
 READS = "step"  # the suite the study runs and reads
 HEAP_SHIFT_ENV = "REQSTATE_HEAP_SHIFT"  # bench/worker.py reads it
 ARMS = ("suite", "fixed seed", "fixed seed+heap", "all schedulers", "loaded")
+# The loaded arm's other process: the cold regime's own sweep, forever (it evicts what the
+# measured process keeps in the shared last-level cache).
 HOG = (
-    "import ctypes\nb = (ctypes.c_char * (64 << 20))()\ni = 0\n"
-    "while True:\n    i = (i + 1) & 255\n    ctypes.memset(b, i, 64 << 20)\n"
+    "from bench.measure.regime import CacheSweep, sweep_bytes\n"
+    "sweep = CacheSweep(sweep_bytes())\n"
+    "while True:\n    sweep()\n"
 )
 
 
@@ -107,7 +113,7 @@ def study(processes: int, scenario: str, output: Path, arms: tuple[str, ...]) ->
     results: dict[str, Any] = {}
     for arm in arms:
         print(f"[variation] {arm}: {processes} processes", file=sys.stderr)
-        hog = subprocess.Popen([sys.executable, "-c", HOG]) if arm == "loaded" else None
+        hog = subprocess.Popen([sys.executable, "-c", HOG], cwd=ROOT) if arm == "loaded" else None
         try:
             per: dict[str, list[float]] = {}
             if arm == "fixed seed+heap":
