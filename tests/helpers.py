@@ -53,3 +53,17 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
         timeout=timeout,
         check=False,
     )
+
+
+def visible_lines(md: str) -> list[str]:
+    """summary.md's lines a reader sees before unfolding anything: those outside <details>."""
+    out: list[str] = []
+    folded = False
+    for line in md.splitlines():
+        if line.startswith("<details>"):
+            folded = True
+        if not folded:
+            out.append(line)
+        if line.startswith("</details>"):
+            folded = False
+    return out

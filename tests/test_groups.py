@@ -17,7 +17,7 @@ from bench.core.groupsites import blocks, program_of
 from bench.target.accesses import read_accesses
 from bench.target.diff import find_moves
 from bench.target.groups import Revision, read_groups
-from bench.target.homes import CANDIDATES, current_home, write_home
+from bench.target.homes import CANDIDATES, write_home
 from bench.target.program import build
 from bench.target.report import req_classes
 from bench.target.select import _group_at
@@ -337,10 +337,15 @@ def test_run_target_measures_a_move(repo: tuple[Path, dict[str, str]], tmp_path:
 def test_gate_target_group(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     path, commits = repo
     md = tmp_path / "gate.md"
+    toml = tmp_path / "gate.toml"  # the decode node only, short values: the verdict, not a study
+    toml.write_text(
+        '[tool.reqstate-bench.gate]\nscenarios = ["decode-dspark"]\nlookup_ops = ["get_hit"]\n'
+        "steps_per_value = 5\nvalues = 3\nrounds = 6\n"
+    )
     r = run_cli(
         "gate", "--target", str(path), "--base", commits["inline"], "--head", commits["weak"],
         "--group", "lp_states", "--markdown", str(md), "--json", str(tmp_path / "gate.json"),
-        "--rounds", "6",
+        "--pyproject", str(toml),
     )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     text = md.read_text()
@@ -353,7 +358,7 @@ def test_gate_target_group(repo: tuple[Path, dict[str, str]], tmp_path: Path) ->
     assert "Not gated: lookup rows not gated" in text
     r = run_cli(
         "gate", "--target", str(path), "--base", commits["weak"], "--head", commits["weak"],
-        "--group", "lp_states", "--json", str(tmp_path / "aa.json"), "--rounds", "6",
+        "--group", "lp_states", "--json", str(tmp_path / "aa.json"), "--pyproject", str(toml),
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -364,15 +369,24 @@ def test_advise_ranks_every_home(repo: tuple[Path, dict[str, str]], tmp_path: Pa
     r = run_cli(
         "target", "advise", f"{path}@{commits['slots']}", "--group", "lp", "--quick",
         "--scenario", "decode-dspark", "--output-dir", str(tmp_path), "--budget", "off",
+        "--home", "inline,weak_table",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     blocks = [b for b in r.stdout.split("\n\n") if " µs [" in b]
     assert len(blocks) == 2  # decode-dspark in cache and evicted
     for block in blocks:
         rows = [ln for ln in block.splitlines() if " µs [" in ln]
-        assert len(rows) == len(CANDIDATES)
+        # the current home (slots), fields on Req, the side table: one row each
+        assert len(rows) == 3
         assert sum(1 for ln in rows if ln.startswith(" *")) == 1
-    assert current_home is not None
+        assert {h for ln in rows for h in ("slots", "inline", "weak_table") if f" {h} " in ln} == {
+            "slots",
+            "inline",
+            "weak_table",
+        }
+        # every other home carries its paired verdict against the current one
+        marks = [ln for ln in rows if not ln.startswith(" *")]
+        assert all(any(f" {m} " in ln for m in ("better", "worse", "same")) for ln in marks)
 
 
 def test_docs_hold_the_hot_path_table() -> None:

@@ -13,9 +13,10 @@ from bench.core.counting import count_ops
 from bench.core.scenarios import DEFAULT_SET, PARAMS, PRESETS, get, parse_set, parse_sweep
 from bench.report import write_report
 from bench.report.load import load_run
+from bench.report.pr import SUMMARY_LINES
 from bench.report.scenarios import cases
 from strategies import load_builtin
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_cli, visible_lines
 
 
 def test_every_preset_value_has_a_source() -> None:
@@ -132,6 +133,9 @@ def test_every_preset_through_a_tiny_run(tmp_path: Path) -> None:
     (run_dir,) = out.iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert {c["scenario"] for c in manifest["cases"]} >= set(PRESETS)
+    # the PR's short form keeps its cap with every scenario in the run
+    md = (run_dir / "summary.md").read_text()
+    assert len(visible_lines(md)) <= SUMMARY_LINES, md
     assert all(
         c["modified"] == ["chunked_prefill_size", "decode_batch"]
         or c["modified"] == ["decode_batch"]
@@ -218,5 +222,8 @@ def test_a_sweep_is_named_plotted_and_summarised(tmp_path: Path) -> None:
             int(case["key"].rsplit("=", 1)[1]), rel=0.03
         )
     assert any("decode-dspark: per_field vs cached" in s for s in summary["sweep"])
+    # the PR's short form keeps its cap under a sweep (each value a row of its own)
+    md = (run_dir / "summary.md").read_text()
+    assert len(visible_lines(md)) <= SUMMARY_LINES, md
     assert (run_dir / "plots" / "sweep_cost.png").exists()
     assert "Across the sweep" in (run_dir / "report.html").read_text()

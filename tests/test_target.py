@@ -196,15 +196,19 @@ def test_revision_strategies_keep_the_contract(
 
 
 def test_forbidden_import_is_refused(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """Executing the side table's own module (--trust-target-code) runs standard-library
+    imports only; replayed (the default), the module's imports never run."""
     with pytest.raises(TargetRefused, match="imports torch outside TYPE_CHECKING"):
-        materialize(_at(repo, "forbidden"), tmp_path)
+        materialize(_at(repo, "forbidden"), tmp_path, trust=True)
     proc = run_cli(
         "run", "--quick", "--suite", "step", "--target", _at(repo, "forbidden"),
-        "--output-dir", str(tmp_path / "out"),
+        "--trust-target-code", "--output-dir", str(tmp_path / "out"),
     )  # fmt: skip
     assert proc.returncode == 2
     assert "imports torch outside TYPE_CHECKING" in proc.stderr
     assert proc.stderr.count("\n") <= 2  # "run folder: ..." may precede it
+    target = materialize(_at(repo, "forbidden"), tmp_path / "replayed")
+    assert load_external(str(target.path)).name == target.name
 
 
 def test_the_scheduler_follows_each_revision(

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from bench.base.errors import UsageError
-from bench.config.cliargs import SubParsers, csv_list, positive_int
+from bench.commands.target import add_trust_option
+from bench.config.cliargs import SubParsers, csv_list, fraction, positive_int
+from bench.target.placement import MIN_REPLAYED
 from strategies import resolve
 
 
@@ -36,7 +38,7 @@ def _cmd_real_gate(args: argparse.Namespace) -> int:
     from bench.real import presets as rp
     from bench.real.gate import RealGate, presets_for, run
 
-    for attr in ("target", "strategy", "pattern", "lookup_op", "group"):
+    for attr in ("target", "strategy", "pattern", "lookup_op", "group", "trust_target_code"):
         if getattr(args, attr, None):
             raise UsageError(
                 f"gate --real measures the revisions' schedulers: no --{attr.replace('_', '-')}"
@@ -60,6 +62,7 @@ def _cmd_real_gate(args: argparse.Namespace) -> int:
         threshold_us=args.threshold_us,
         threshold_share_pct=args.threshold_share,
         interpreter=args.real_python,
+        changed=changes,
     )
     return run(
         cfg,
@@ -96,7 +99,16 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             raise UsageError(
                 "gate --target measures the revisions' own code: no --strategy/--pattern"
             )
-        target = TargetSpec(args.target, args.base, args.head, args.group)
+        target = TargetSpec(
+            args.target,
+            args.base,
+            args.head,
+            args.group,
+            args.min_replayed,
+            trust=args.trust_target_code,
+        )
+    elif args.trust_target_code:
+        raise UsageError("gate --trust-target-code is for --target PATH (a user's tree)")
     elif args.head or args.group:
         raise UsageError(
             "gate --head REV is for --target PATH (this tree's gate runs the working tree)"
@@ -176,6 +188,16 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="with --target: the state group to gate (default: what moved between the "
         "revisions; pd_hidden: the PD hidden study)",
+    )
+    add_trust_option(p_gate)
+    p_gate.add_argument(
+        "--min-replayed",
+        type=fraction,
+        default=MIN_REPLAYED,
+        metavar="SHARE",
+        help="with --target --group: refuse (exit 2) a revision whose replay places less than this "
+        "share of the group's accesses outside known-cold functions (default 0.5; 0 accepts any "
+        "non-empty replay, and the report lists what it did not place)",
     )
     p_gate.add_argument("--mode", choices=("wall", "instructions"), default="wall")
     p_gate.add_argument(

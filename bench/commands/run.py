@@ -14,12 +14,14 @@ from typing import Any
 from bench import suites
 from bench.base.errors import EXIT_FAILED, UsageError
 from bench.base.storage import DEFAULT_REPORTS_DIR
+from bench.commands.target import add_trust_option, check_trust
 from bench.config.budget import add_budget_options, budget_changes
-from bench.config.cliargs import SubParsers, csv_list, positive_int
+from bench.config.cliargs import SubParsers, csv_list, fraction, positive_int
 from bench.config.runconfig import RunConfig
 from bench.core import scenarios
 from bench.orchestration import sequence
 from bench.runformat.schema import MANIFEST, Manifest
+from bench.target.placement import MIN_REPLAYED
 from strategies import is_strategy_file, load_external, resolve
 
 
@@ -46,8 +48,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     names, external = _split_strategies(args.strategy, args.external)
     specs = split_targets(args.target)
+    check_trust(args, specs)
     if specs:
-        paths = list_targets(specs, getattr(args, "group", None))
+        paths = list_targets(
+            specs, getattr(args, "group", None), trust=getattr(args, "trust_target_code", False)
+        )
         external = (*external, *paths)
         if names is not None:
             names = (*names, *(load_external(p).name for p in paths))
@@ -201,6 +206,7 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
     from bench.target.select import split_targets
 
     specs = split_targets(getattr(args, "target", None))
+    check_trust(args, specs)
     if not specs:
         sequence.check_strategies_and_device(config)  # before a folder is made
     run_dir = sequence.new_run_folder(Path(args.output_dir))
@@ -208,7 +214,13 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
     if specs:
         from bench.target.select import materialize_targets
 
-        made = materialize_targets(specs, run_dir / "targets", group=getattr(args, "group", None))
+        made = materialize_targets(
+            specs,
+            run_dir / "targets",
+            group=getattr(args, "group", None),
+            min_replayed=getattr(args, "min_replayed", MIN_REPLAYED),
+            trust=getattr(args, "trust_target_code", False),
+        )
         targets = {t.name: t.metadata() for t in made}
         config = replace(config, external=(*config.external, *(str(t.path) for t in made)))
         base = next((t for t in made if t.name == config.baseline), made[0])
@@ -233,6 +245,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.real:
         from bench.commands.real import run_real
 
+        if args.trust_target_code:
+            raise UsageError(
+                "run --real runs the revisions' own schedulers in processes of their own: "
+                "no --trust-target-code (it is for --target)"
+            )
         return run_real(args)
     if args.resume:
         run_dir = Path(args.resume)
@@ -337,6 +354,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         help="also list revisions of an SGLang tree, each as the strategy it is measured as",
     )
     p_list.add_argument("--group", metavar="NAME", help="with --target: the state group")
+    add_trust_option(p_list)
     p_list.set_defaults(func=_cmd_list)
 
     p_run = sub.add_parser("run", help="measure: run suites and write a run folder")
@@ -371,6 +389,16 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help="with --target: the state group to measure (python -m bench target groups lists "
         "them; pd_hidden: the PD hidden study); default: what moved between the two revisions",
+    )
+    add_trust_option(p_run)
+    p_run.add_argument(
+        "--min-replayed",
+        type=fraction,
+        default=MIN_REPLAYED,
+        metavar="SHARE",
+        help="with --target --group: refuse (exit 2) a revision whose replay places less than this "
+        "share of the group's accesses outside known-cold functions (default 0.5; 0 accepts any "
+        "non-empty replay, and the report lists what it did not place)",
     )
     p_run.add_argument(
         "--quick", action="store_true", help="the small CI-sized set (about a minute here)"

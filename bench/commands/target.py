@@ -89,7 +89,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         tsub,
         "inspect",
         _cmd_inspect,
-        "what PATH[@REV] holds, read with ast (sglang is never imported)",
+        "what PATH[@REV] holds, read with ast (nothing of the tree is imported or run)",
         "Read an SGLang tree (the working tree, or a git revision with git show; no checkout "
         "is touched): the request class, where the per-request PD hidden state lives, and per "
         "function how the call sites touch it, beside the harness's model.",
@@ -123,8 +123,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="where a state group should live: every candidate home measured and ranked",
         description="Write the group in every candidate home (fields on Req, slots container "
         "eager and lazy, dict container, lazy attribute, declared attribute, weak side table, "
-        "dict by request id) with the revision's access counts on the scheduler's hot path, "
-        "measure them with the step suite beside control, and rank them per scenario.",
+        "dict by request id) with the revision's accesses on the scheduler's hot path (the "
+        "current home as written; every other as ported and looked up once per function), "
+        "measure them with the step suite beside control, and rank them per scenario by the "
+        "better port, each against the current home paired per round.",
     )
     adv.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
     adv.add_argument(
@@ -134,6 +136,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a group `target groups` lists, or NAME=field,field,... (Req attributes)",
     )
     adv.add_argument("--scenario", action="append", type=csv_list, help="scenario presets")
+    adv.add_argument(
+        "--home",
+        action="append",
+        type=csv_list,
+        metavar="HOME[,HOME]",
+        help="only these candidate homes beside the current one (inline, slots, slots_lazy, "
+        "dict, lazy_attr, declared, weak_table, rid_dict; default: every one)",
+    )
     adv.add_argument("--quick", action="store_true", help="the quick set (about a minute)")
     adv.add_argument("--no-aa", action="store_true", help="no A/A twin of the current home")
     adv.add_argument(
@@ -149,3 +159,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "called in SGLang at the commit it was read from.",
     )
     hot.set_defaults(func=_cmd_hotpath)
+
+
+TRUST_HELP = (
+    "with --target: execute a side-table revision's own state module (its file, in this "
+    "process) instead of replaying it from what ast read; the only code of a tree that target "
+    "mode can run, recorded in the manifest. Only for trees you trust (docs/TARGET.md)"
+)
+
+
+def add_trust_option(parser: argparse.ArgumentParser) -> None:
+    """--trust-target-code, shared by `run`, `list` and `gate` (bench.target.replay)."""
+    parser.add_argument("--trust-target-code", action="store_true", help=TRUST_HELP)
+
+
+def check_trust(args: argparse.Namespace, specs: Any) -> None:
+    """--trust-target-code only where revisions are materialized (one line, exit 2)."""
+    from bench.base.errors import UsageError
+
+    if getattr(args, "trust_target_code", False) and not specs:
+        raise UsageError("--trust-target-code is for --target: it is the one thing it changes")

@@ -20,7 +20,8 @@ assignment `H.f += ...` (load and store), where H reaches the fields' holder fro
 (`req` for fields on the request, `req.kv` for a container, `get(req)` for a side table) either
 afresh (`reach`) or through a local bound once (`local`, as `lp = req.logprob` then `lp.f`).
 Accesses under a branch the reader cannot resolve (`if req.return_logprob:`) run for a share
-of the requests, `branch_share` (a scenario parameter: an assumption, swept in the report).
+of the requests, `branch_share` (a scenario parameter: an assumption, swept in the report);
+those in its else arm run for the other 1 - branch_share.
 
 Every strategy of a run compiles the same loops (the union of the run's programs), with empty
 bodies where it has no access, so the loops themselves cost every strategy (control included)
@@ -73,6 +74,15 @@ class Access:
     via: str = "reach"  # reach: through the home afresh; local: a local bound by a reach
     loop: bool = False  # inside a loop over the batch's requests
     guard: str = ""  # the unresolved branch condition it runs under ("" = always)
+    # in that condition's else arm: it runs for the other 1 - branch_share of the requests
+    negated: bool = False
+
+    @property
+    def arm(self) -> str:
+        """ "" (always), "if" (for branch_share of the requests) or "else" (for the rest)."""
+        if not self.guard:
+            return ""
+        return "else" if self.negated else "if"
 
 
 @dataclass(frozen=True)
@@ -166,13 +176,14 @@ class Reach:
         return Reach("req" if self.expr == "req" else "get(req)", self.lazy_defaults)
 
 
-def _body(site: SiteProgram, reach: Reach, per_request: bool, guarded: bool) -> list[str]:
+def _body(site: SiteProgram, reach: Reach, per_request: bool, arm: str) -> list[str]:
     """The lines that perform one function's accesses (those of one block: `per_request`
-    selects a per-iteration function's loop accesses or the others)."""
+    selects a per-iteration function's loop accesses or the others; `arm` those that always
+    run "", those under an unresolved condition "if", or in its else arm "else")."""
     lines: list[str] = []
     bound = False
     for a in site.accesses:
-        if (site.per_request() or a.loop) != per_request or bool(a.guard) != guarded:
+        if (site.per_request() or a.loop) != per_request or a.arm != arm:
             continue
         holder = reach.expr
         if a.op == "bind" or (a.via == "local" and not bound):
@@ -209,26 +220,27 @@ def render(
     sites = [s for s in program.sites if s.runs_in(loop)] if program else []
     out = ["def group_iteration(batch, new, finished, chunks, inflight, share):"]
     for frequency, per_request in layout:
-        plain = [
-            ln
-            for s in sites
-            if s.frequency == frequency
-            for ln in _body(s, reach, per_request, False)
-        ]
-        guarded = [
-            ln
-            for s in sites
-            if s.frequency == frequency
-            for ln in _body(s, reach, per_request, True)
-        ]
+        plain, taken, other = (
+            [
+                ln
+                for s in sites
+                if s.frequency == frequency
+                for ln in _body(s, reach, per_request, arm)
+            ]
+            for arm in ("", "if", "else")
+        )
         event = _EVENT[frequency]
         if per_request:
+            # an unresolved branch is taken by the first `share` of the requests; its else arm
+            # by the others (code restructured into if/else is charged once, not twice)
             out += [
                 f"    cut = int(share * len({event}) + 0.5)",
                 f"    for i, req in enumerate({event}):",
                 *(f"        {ln}" for ln in plain or ["pass"]),
                 "        if i < cut:",
-                *(f"            {ln}" for ln in guarded or ["pass"]),
+                *(f"            {ln}" for ln in taken or ["pass"]),
+                "        else:",
+                *(f"            {ln}" for ln in other or ["pass"]),
             ]
         else:  # a per-iteration function's accesses outside its loop: on the first request
             out += [
@@ -236,7 +248,9 @@ def render(
                 f"        req = {event}[0]",
                 *(f"        {ln}" for ln in plain or ["pass"]),
                 "        if share >= 0.5:",
-                *(f"            {ln}" for ln in guarded or ["pass"]),
+                *(f"            {ln}" for ln in taken or ["pass"]),
+                "        else:",
+                *(f"            {ln}" for ln in other or ["pass"]),
             ]
     out.append("    return None")
     return "\n".join(out) + "\n"
@@ -287,7 +301,7 @@ def per_iteration(
 ) -> dict[str, float]:
     """Static accesses per iteration by function, for one loop: each function's accesses times
     its frequency (`events`: mean batch requests, new, finished, chunks, inflight per iteration;
-    guarded accesses times `share`). With `home_kind`, attribute loads and lookups instead
+    guarded accesses times `share`, those in an else arm times 1 - share). With `home_kind`, attribute loads and lookups instead
     (`req.f` one, `req.kv.f` two, a local bind one): what a move between homes changes. What
     the report lists as where a change comes from."""
     reach = 0 if home_kind in ("", "inline") else 1
@@ -305,6 +319,6 @@ def per_iteration(
                     cost = 1 + (reach if a.via == "reach" else 0)
             else:
                 cost = 1 if a.field else 0
-            total += n * cost * (share if a.guard else 1.0)
+            total += n * cost * {"": 1.0, "if": share, "else": 1.0 - share}[a.arm]
         out[s.function] = out.get(s.function, 0.0) + total
     return out

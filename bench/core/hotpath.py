@@ -519,6 +519,86 @@ HOT_PATH: tuple[HotFunction, ...] = (
 
 
 @dataclass(frozen=True)
+class ColdFunction:
+    """A function read and judged off the hot path: it runs on an event the modelled loops do
+    not have (an abort, a retraction when memory runs out, a flush), not on every iteration."""
+
+    name: str  # Class.method (or a module function), as the code names it
+    why: str
+    defined: str  # file:line at COMMIT
+    called: str  # where it is reached from, file:line at COMMIT
+
+    @property
+    def source(self) -> str:
+        return f"{COMMIT}: {self.defined}; called {self.called}"
+
+
+# Read at COMMIT like the rows above. A function that touches a group and is here is listed as
+# known cold (not replayed, and not held against the replay's coverage); one that is in
+# neither table is "not in the table", which the gate counts against it.
+COLD: tuple[ColdFunction, ...] = (
+    ColdFunction(
+        "prepare_abort",
+        "aborts a request (a bad input, a failed transfer)",
+        f"{DU}:1288",
+        f"{DC}:674, {DC}:1860, {PF}:372, {PF}:1019",
+    ),
+    ColdFunction(
+        "Req.set_finish_with_abort",
+        "aborts a request",
+        f"{SB}:1809",
+        "constrained/grammar_manager.py:115, constrained/grammar_manager.py:142",
+    ),
+    ColdFunction(
+        "Scheduler.abort_request",
+        "an AbortReq from the tokenizer",
+        f"{S}:4442",
+        f"{S}:1543 (the request dispatcher)",
+    ),
+    ColdFunction(
+        "ScheduleBatch.retract_decode",
+        "retracts decoding requests when there is not enough memory",
+        f"{SB}:2816",
+        f"{S}:3504",
+    ),
+    ColdFunction(
+        "ScheduleBatch.release_req",
+        "frees a retracted or preempted request",
+        f"{SB}:2907",
+        f"{SB}:2836, {SP}:1493",
+    ),
+    ColdFunction("release_req", "frees a retracted request", f"{SB}:1907", f"{SB}:1953, {SB}:2914"),
+    ColdFunction(
+        "Req.reset_for_retract",
+        "resets a retracted request",
+        f"{SB}:1668",
+        f"{SB}:1939 (release_req), {PF}:1333",
+    ),
+    ColdFunction(
+        "retract_all",
+        "retracts every running request (pause_generation)",
+        f"{SB}:1942",
+        f"{S}:4631",
+    ),
+    ColdFunction(
+        "Scheduler.flush_cache", "a cache flush request (idle only)", f"{S}:4251", f"{S}:1151"
+    ),
+)
+
+_COLD = {c.name: c for c in COLD}
+
+
+def cold(function: str) -> ColdFunction | None:
+    """The cold table's entry for a function, by its full name."""
+    return _COLD.get(function)
+
+
+def typed_with_method(method: str) -> list[HotFunction]:
+    """The typed rows of a method name (the last part of Class.method)."""
+    return [h for h in HOT_PATH if h.name.rsplit(".", 1)[-1] == method]
+
+
+@dataclass(frozen=True)
 class MeasuredMap:
     """The table measured at one revision by real mode (bench/real/freqmap.py): the phases a
     real scheduler ran (a colocated server's decode and extend), each function's frequency
@@ -644,4 +724,12 @@ def markdown() -> str:
             f"| `{h.name}` | {freq} | {', '.join(h.phases)} | {h.defined} | {h.called} | "
             f"{h.condition or '-'} |"
         )
+    lines += [
+        "",
+        "Known cold (not replayed, and not held against a replay's coverage):",
+        "",
+        "| function | why | defined | called from |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| `{c.name}` | {c.why} | {c.defined} | {c.called} |" for c in COLD]
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.gate.judge import Judgement
+from bench.report.placement import placement_markdown
 from bench.report.text import fmt_value
 
 
@@ -130,7 +131,10 @@ def group_markdown(group: dict[str, Any]) -> list[str]:
     for scenario, moved in (group.get("where") or {}).items():
         text = ", ".join(f"`{f}` {a:,.0f} → {b:,.0f}" for f, a, b in moved) or "no function moved"
         out.append(f"- {scenario}: {text}")
-    return out
+    placement = group.get("placement") or {}
+    sides = [(side, placement.get(side)) for side in ("base", "head")]
+    lines = placement_markdown(sides)
+    return out + (["", *lines[:-1]] if lines else [])
 
 
 def error_markdown(message: str, mode: str) -> str:

@@ -29,6 +29,7 @@ from bench.base.storage import ROOT, read_json
 from bench.config.runconfig import RunConfig
 from bench.gate.config import GateConfig
 from bench.target.materialize import Target
+from bench.target.placement import MIN_REPLAYED
 
 TARGET = "target"  # the strategy name in gated benchmark names
 BASE, HEAD = "gate_base", "gate_head"
@@ -92,7 +93,14 @@ def without_void_lookups(cfg: GateConfig, revs: Revisions) -> tuple[GateConfig, 
 
 
 def prepare(
-    path: str, base_rev: str, head_rev: str | None, folder: Path, *, group: str | None = None
+    path: str,
+    base_rev: str,
+    head_rev: str | None,
+    folder: Path,
+    *,
+    group: str | None = None,
+    min_replayed: float = MIN_REPLAYED,
+    trust: bool = False,
 ) -> Revisions:
     """Both revisions as strategy modules in `folder` (an unrecognised revision, a group that
     cannot be found: exit 2), of the state group `group` (bench.target.select: what moved
@@ -100,7 +108,9 @@ def prepare(
     from bench.target.select import materialize_targets
 
     specs = [f"{path}@{base_rev}", path if head_rev is None else f"{path}@{head_rev}"]
-    base, head = materialize_targets(specs, folder, group=group, names=[BASE, HEAD])
+    base, head = materialize_targets(
+        specs, folder, group=group, names=[BASE, HEAD], min_replayed=min_replayed, trust=trust
+    )
     return Revisions(base, head)
 
 

@@ -28,6 +28,7 @@ from bench.gate.config import GateConfig
 from bench.gate.git import default_base, snapshot, worktree
 from bench.gate.judge import SCHEMA, Judgement, judge, load_baseline
 from bench.gate.render import error_markdown, render_markdown, render_terminal
+from bench.target.placement import MIN_REPLAYED
 
 MODES = ("wall", "instructions")
 
@@ -66,6 +67,8 @@ class TargetSpec:
     base: str
     head: str | None = None  # None: the working tree
     group: str | None = None  # the state group (bench.target.select); None: what moved
+    min_replayed: float = MIN_REPLAYED  # bench.target.placement: below it, exit 2
+    trust: bool = False  # --trust-target-code: a side table's own module is executed
 
 
 def _measure_target(
@@ -76,7 +79,15 @@ def _measure_target(
 
     cfg = tgt.target_config(cfg)
     with tempfile.TemporaryDirectory(prefix="reqstate-gate-target-") as tmp:
-        revs = tgt.prepare(target.path, target.base, target.head, Path(tmp), group=target.group)
+        revs = tgt.prepare(
+            target.path,
+            target.base,
+            target.head,
+            Path(tmp),
+            group=target.group,
+            min_replayed=target.min_replayed,
+            trust=target.trust,
+        )
         cfg, left_out = tgt.without_void_lookups(cfg, revs)
         gated = {BenchName.parse(b).get("scenario") or "" for b in cfg.benchmarks(mode)}
         meta = revs.meta(sorted(gated - {""}))

@@ -247,6 +247,15 @@ def revision_blocks(run: RunData) -> list[str]:
         if meta.get("forward_batch"):
             text += f"; forward batch: {meta['forward_batch']}"
         notes = [str(n) for n in meta.get("not_modelled") or []]
+        placed = meta.get("placement")
+        if placed:
+            unknown = [f["function"] for f in placed.get("unknown") or []]
+            notes.insert(
+                0,
+                f"the replay placed {placed.get('share', 0.0):.0%} of the group's accesses"
+                + (f" (not in the table: {', '.join(unknown)})" if unknown else "")
+                + (f"; known cold: {len(placed['cold'])} functions" if placed.get("cold") else ""),
+            )
         if notes:
             text += "; not modelled: " + "; ".join(notes)
         out.append(f"- `{name}`: " + esc_md(text))
@@ -386,6 +395,10 @@ def head(pr: PrSummary) -> list[str]:
 
 def cells(pr: PrSummary, r: Row) -> list[str]:
     return [getattr(r, key) for _title, key in _columns(pr)]
+
+
+# summary.md's visible lines at most (outside its folded block): what a PR reader sees.
+SUMMARY_LINES = 40
 
 
 def markdown(pr: PrSummary, details: list[str], blocks: list[str] | None = None) -> str:

@@ -74,7 +74,7 @@ class _Reader(ast.NodeVisitor):
         self.stack: list[tuple[str, int]] = []
         self.found: dict[tuple[str, int], list[Access]] = {}
         self.loops: list[bool] = []
-        self.guards: list[str] = []
+        self.guards: list[tuple[str, bool]] = []  # (condition, in its else arm)
         self.locals: list[set[str]] = []
         self.aug_targets: set[int] = set()
         self.counted: set[int] = set()  # reaches already counted with their field access
@@ -151,12 +151,12 @@ class _Reader(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         cond = ast.unparse(node.test)[:80]
-        self.guards.append(cond)
+        self.guards.append((cond, False))
         for n in node.body:
             self.visit(n)
         self.guards.pop()
         if node.orelse:
-            self.guards.append(f"not ({cond})")
+            self.guards.append((cond, True))
             for n in node.orelse:
                 self.visit(n)
             self.guards.pop()
@@ -167,9 +167,9 @@ class _Reader(ast.NodeVisitor):
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self.visit(node.test)
         cond = ast.unparse(node.test)[:80]
-        self.guards.append(cond)
+        self.guards.append((cond, False))
         self.visit(node.body)
-        self.guards[-1] = f"not ({cond})"
+        self.guards[-1] = (cond, True)
         self.visit(node.orelse)
         self.guards.pop()
 
@@ -179,8 +179,10 @@ class _Reader(ast.NodeVisitor):
         if not self.stack:
             return  # module level
         loop = any(self.loops)
-        guard = self.guards[-1] if self.guards else ""
-        self.found.setdefault(self.stack[-1], []).append(Access(field, op, via, loop, guard))
+        guard, negated = self.guards[-1] if self.guards else ("", False)
+        self.found.setdefault(self.stack[-1], []).append(
+            Access(field, op, via, loop, guard, negated)
+        )
 
     def _op(self, node: ast.Attribute) -> str:
         if id(node) in self.aug_targets:

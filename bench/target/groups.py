@@ -15,7 +15,10 @@ HOME_KINDS):
     declared_attribute  declared in class Req's body (`NAME = None`)
 
 Each field has its name, its kind (bench.core.reqmodel's kinds) and its default as the code
-writes it. `read_groups` lists them; `find_group` picks one by name or raises GroupNotFound
+writes it. Every name read here is checked to be a Python identifier where it is read
+(bench.target.home.identifier: the strategy modules written from a group hold these names as
+code); one that is not, such as the string of a `getattr(req, "a b", None)`, is refused in one
+line naming its file and line. `read_groups` lists them; `find_group` picks one by name or raises GroupNotFound
 naming the closest (one line, exit 2).
 """
 
@@ -36,6 +39,8 @@ from bench.target.home import (
     _classify_getter,
     _module_mappings,
     _removal,
+    function_lines,
+    identifier,
     parse,
     req_class_body,
 )
@@ -120,7 +125,10 @@ class Home:
     def describe(self) -> str:
         at = f" ({self.file}:{self.line})" if self.file else ""
         if self.kind == "inline":
-            return "fields on Req" + (f" ({self.prefix}*)" if self.prefix else "") + at
+            # a prefix group is lexical: fields that share a name's start, not a structure
+            return (
+                "fields on Req" + (f" (lexical prefix {self.prefix}*)" if self.prefix else "") + at
+            )
         if self.kind in ("container", "container_lazy"):
             lazy = ", None until assigned" if self.kind == "container_lazy" else ""
             frozen = ", frozen" if self.frozen else ""
@@ -332,6 +340,14 @@ def read_container(cls: ast.ClassDef, file: str) -> ContainerClass:
     )
 
 
+def checked_container(tree: SourceTree, c: ContainerClass) -> ContainerClass:
+    """The class, once its name and its fields' names are known to be identifiers."""
+    identifier(tree, c.file, c.line, c.name, "class")
+    for f in c.fields:
+        identifier(tree, c.file, f.line, f.name, f"field of {c.name}")
+    return c
+
+
 def _module_file(tree: SourceTree, importer: str, module: str, level: int) -> str | None:
     """The file of an imported module inside the tree (absolute imports from the package root
     the importer sits in; relative ones from its folder)."""
@@ -429,7 +445,7 @@ def _containers(
         found = _find_class(tree, sb, module, cls_name)
         if found is None:
             continue
-        container = read_container(*found)
+        container = checked_container(tree, read_container(*found))
         if len(container.fields) < MIN_CONTAINER_FIELDS:
             continue
         classes[container.name] = container
@@ -447,7 +463,10 @@ def _containers(
 
 
 def _prefixes(attrs: dict[str, Attr], taken: set[str], sb: str) -> list[Group]:
-    """Inline groups: maximal `_`-delimited prefixes shared by 3 or more attributes."""
+    """Inline groups: every `_`-delimited prefix shared by 3 or more attributes, except one
+    naming the same fields as a longer prefix. Nested prefixes are both kept (`cached_` and
+    `cached_tokens_`: either can be gated); `bench target groups` shows the nesting once
+    (nested_in)."""
     members: dict[str, list[str]] = {}
     for name in attrs:
         if name in taken:
@@ -518,11 +537,16 @@ def _getter_homes(tree: SourceTree, body: dict[str, int]) -> list[Group]:
                     key = "rid"
                 if g is None:
                     continue
-                state = read_container(cls, rel)
+                g = g.checked(tree, rel)
+                state = checked_container(tree, read_container(cls, rel))
                 if not state.fields:
                     continue
                 pd = len(set(state.names_()) & set(FIELDS)) >= MIN_FIELDS
                 if g.kind == "side_table":
+                    removal = _removal(module, g.mapping)
+                    if removal:
+                        line = function_lines(module)[removal]
+                        identifier(tree, rel, line, removal, "removal")
                     home = Home(
                         "side_table",
                         rel,
@@ -532,7 +556,7 @@ def _getter_homes(tree: SourceTree, body: dict[str, int]) -> list[Group]:
                         mapping=g.mapping,
                         mapping_type=mappings[g.mapping][0],
                         getter=fn.name,
-                        removal=_removal(module, g.mapping),
+                        removal=removal,
                         key=key,
                     )
                     name = PD_HIDDEN.name if pd else (g.mapping.strip("_") or cls.name)
@@ -595,6 +619,7 @@ def _lazy_and_declared(
                 name = node.args[1].value
                 if name in attrs or name in held or name.startswith("__"):
                     continue
+                identifier(tree, rel, node.lineno, name, "attribute read with getattr")
                 default = node.args[2] if len(node.args) > 2 else None
                 reads.setdefault(name, (rel, node.lineno, default))
     out = []
@@ -657,8 +682,27 @@ def model_with_holders(rev: Revision) -> RequestModel:
     return replace(rev.model, holders=tuple(held.items()))
 
 
+def nested_in(group: Group, groups: tuple[Group, ...]) -> Group | None:
+    """The longest other prefix group whose prefix starts this one's and whose fields hold all
+    of its fields (`cached_` for `cached_tokens_`), or None."""
+    if group.home.kind != "inline" or not group.home.prefix:
+        return None
+    mine = set(group.names)
+    outer = [
+        g
+        for g in groups
+        if g is not group
+        and g.home.kind == "inline"
+        and g.home.prefix
+        and group.home.prefix.startswith(g.home.prefix)
+        and mine <= set(g.names)
+    ]
+    return max(outer, key=lambda g: len(g.home.prefix), default=None)
+
+
 def describe(rev: Revision) -> str:
-    """What `bench target groups` prints."""
+    """What `bench target groups` prints (a prefix group nested in another shown once, under
+    it: its fields are also the outer group's)."""
     t = rev.tree
     lines = [
         f"tree: {t.label}" + (f" (commit {t.commit})" if t.commit else ""),
@@ -676,5 +720,15 @@ def describe(rev: Revision) -> str:
         "declared_attribute",
     ]
     for g in sorted(rev.groups, key=lambda g: (order.index(g.home.kind), g.name)):
-        lines.append(f"{g.name:<34} {len(g.fields):>6}  {g.home.describe()}")
+        inner = nested_in(g, rev.groups)
+        if inner is None:
+            lines.append(f"{g.name:<34} {len(g.fields):>6}  {g.home.describe()}")
+            continue
+        depth, outer = 1, nested_in(inner, rev.groups)
+        while outer is not None:
+            depth, outer = depth + 1, nested_in(outer, rev.groups)
+        lines.append(
+            f"{'  ' * depth + g.name:<34} {len(g.fields):>6}  within {inner.name} "
+            f"({len(g.fields)} of its {len(inner.fields)} fields)"
+        )
     return "\n".join(lines)

@@ -13,12 +13,17 @@ Four layouts are recognised:
                          `req.NAME`
 
 What was found, with file and line, is a StateHome; `find_home` raises HomeNotFound (one line
-naming what it looked for) when none fits.
+naming what it looked for) when none fits. Every name read here (classes, functions, mappings, the
+attribute a getter reads with getattr) is checked to be a Python identifier where it is read: the
+harness writes these names into the strategy modules it generates, so a name that is not one
+(`getattr(req, "a b; ...", None)`) is refused in one line naming its file and line
+(NotAnIdentifier, exit 2).
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +76,27 @@ STDLIB_OK = frozenset(
 
 class HomeNotFound(UsageError):
     """No recognised layout at this revision."""
+
+
+class NotAnIdentifier(UsageError):
+    """A name read from a tree that is not a Python identifier (one line, exit 2)."""
+
+
+def is_identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def identifier(tree: SourceTree, rel: str, line: int, name: str, what: str) -> str:
+    """`name` when it is a Python identifier (not a keyword), else NotAnIdentifier naming the
+    file and line it was read at: every name the target layer reads from a tree ends up in the
+    code it generates, so anything else is refused where it is read."""
+    if not is_identifier(name):
+        at = f"{rel}:{line}" if line else rel
+        raise NotAnIdentifier(
+            f"{tree.label}: {at}: {what} {name!r} is not a Python identifier; the "
+            "harness writes the names it reads into the code it generates and refuses this one"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -248,6 +274,17 @@ class _Getter:
     line: int
     mapping: str = ""
     attribute: str = ""
+    attribute_line: int = 0  # where getattr(req, NAME, ...) names the attribute
+
+    def checked(self, tree: SourceTree, rel: str) -> _Getter:
+        """Itself, once its names are known to be identifiers (NotAnIdentifier otherwise)."""
+        identifier(tree, rel, self.line, self.name, "getter")
+        if self.mapping:
+            identifier(tree, rel, self.line, self.mapping, "mapping")
+        if self.attribute:
+            what = "attribute read with getattr" if self.attribute_line else "attribute"
+            identifier(tree, rel, self.attribute_line or self.line, self.attribute, what)
+        return self
 
 
 def _classify_getter(
@@ -290,7 +327,13 @@ def _classify_getter(
             and isinstance(n.args[1], ast.Constant)
             and isinstance(n.args[1].value, str)
         ):
-            return _Getter("lazy_attribute", fn.name, fn.lineno, attribute=n.args[1].value)
+            return _Getter(
+                "lazy_attribute",
+                fn.name,
+                fn.lineno,
+                attribute=n.args[1].value,
+                attribute_line=n.lineno,
+            )
     # declared: reads param.X, creates the state and assigns it to param.X
     for n in ast.walk(fn):
         if isinstance(n, ast.Assign):
@@ -360,6 +403,11 @@ def _removal(module: ast.Module, mapping: str) -> str:
     return ""
 
 
+def function_lines(module: ast.Module) -> dict[str, int]:
+    """Module-level functions and their lines."""
+    return {n.name: n.lineno for n in module.body if isinstance(n, ast.FunctionDef)}
+
+
 def req_class_body(tree: SourceTree, schedule_batch: str) -> dict[str, int]:
     """Names declared in class Req's own body (class attributes), with their lines."""
     module = parse(tree, schedule_batch)
@@ -373,6 +421,8 @@ def req_class_body(tree: SourceTree, schedule_batch: str) -> dict[str, int]:
                     for t in stmt.targets:
                         if isinstance(t, ast.Name):
                             out[t.id] = stmt.lineno
+            for name, line in out.items():
+                identifier(tree, schedule_batch, line, name, "name declared in class Req")
             return out
     return {}
 
@@ -418,6 +468,8 @@ def _side_home(tree: SourceTree, req_body: dict[str, int]) -> StateHome | None:
                 g = _classify_getter(fn, cls.name, mappings)
                 if g is None:
                     continue
+                g = g.checked(tree, rel)
+                identifier(tree, rel, cls.lineno, cls.name, "state class")
                 kind = g.kind
                 if kind == "lazy_attribute" and g.attribute in req_body:
                     kind = "declared_attribute"
@@ -432,6 +484,10 @@ def _side_home(tree: SourceTree, req_body: dict[str, int]) -> StateHome | None:
                     lines[f"def {scan[0]}"] = scan[2]
                 if kind == "declared_attribute":
                     lines[f"Req.{g.attribute}"] = req_body[g.attribute]
+                removal = _removal(module, g.mapping) if g.mapping else ""
+                if removal:
+                    lines[f"def {removal}"] = function_lines(module)[removal]
+                    identifier(tree, rel, lines[f"def {removal}"], removal, "removal")
                 return StateHome(
                     layout=kind,
                     fields={f: f for f in present},
@@ -442,7 +498,7 @@ def _side_home(tree: SourceTree, req_body: dict[str, int]) -> StateHome | None:
                     mapping=g.mapping,
                     mapping_type=mappings[g.mapping][0] if g.mapping else "",
                     attribute=g.attribute,
-                    removal=_removal(module, g.mapping) if g.mapping else "",
+                    removal=removal,
                     scan_helper=scan[0] if scan else "",
                     scan_creates=bool(scan and scan[1]),
                     imports=tuple(names),

@@ -285,7 +285,7 @@ def module_source(
     }
     doc = f"{group.name} in a home: {WORDS.get(home, home)}"
     head = [
-        HEADER.format(doc=doc),
+        HEADER.format(doc=doc.replace("\\", "/").replace('"""', "'''")),  # a docstring still
         "from __future__ import annotations",
         "",
         "from strategies._contract import GroupSchema, set_fields",

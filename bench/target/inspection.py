@@ -9,6 +9,9 @@ with `ast` only (sglang is never imported; a revision's files are read with `git
                         difference flagged; and whether ForwardBatch.init_new scans the batch's
                         requests on every forward or reads a batch-level field
 
+Names read from the tree are checked to be Python identifiers where they are read (home.py's
+`identifier`): the strategy module generated from an inspection holds them as code.
+
 An Inspection also says how the harness measures the revision (`profile`): which access
 pattern each modelled call site follows, whether the per-forward scan exists, and what the
 model cannot express ("not modelled at REV: ...").
@@ -24,7 +27,7 @@ from bench.base.errors import UsageError
 from bench.core import reqmodel
 from bench.core.callsites import MODELLED_FROM, MODELLED_SITES, written_accesses
 from bench.core.reqmodel import RequestModel
-from bench.target.home import StateHome, find_home
+from bench.target.home import StateHome, find_home, identifier
 from bench.target.sites import ForwardScan, FunctionSites, forward_scan, read_sites
 from bench.target.tree import SourceTree, skip_file
 
@@ -58,8 +61,10 @@ def find_schedule_batch(tree: SourceTree) -> str:
 
 
 def read_request_model(tree: SourceTree, schedule_batch: str, name: str) -> RequestModel:
+    """The revision's Req as a request model; its attribute and parameter names checked to be
+    Python identifiers (the request class is generated from them: NotAnIdentifier, one line)."""
     try:
-        return reqmodel.import_req(
+        model = reqmodel.import_req(
             PurePosixPath(schedule_batch),
             name,
             origin=f"{schedule_batch} at {tree.label}",
@@ -67,6 +72,11 @@ def read_request_model(tree: SourceTree, schedule_batch: str, name: str) -> Requ
         )
     except reqmodel.ImportReqError as exc:
         raise UsageError(f"{tree.label}: {exc}") from None
+    for a in model.attrs:
+        identifier(tree, a.where or schedule_batch, a.line, a.name, "Req attribute")
+    for p in model.params:
+        identifier(tree, schedule_batch, 0, p.name, "Req.__init__ parameter")
+    return model
 
 
 @dataclass(frozen=True)

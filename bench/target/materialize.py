@@ -5,12 +5,17 @@
 
     <name>.py              the strategy module (strategies/_contract.py, target-mode names)
     <name>.reqmodel.json   the revision's Req as a request model table
-    <name>_state.py        side table: the revision's own state module, byte for byte
+    <name>_state.py        side table: its state module, replayed from what ast read
+                           (bench/target/replay.py); with trust, the revision's own file, byte
+                           for byte
     <name>.inspect.json    what inspect found (the report's "not modelled at REV" comes from it)
 
-The state code is the revision's own wherever that can be run here: a side table's module is
-loaded from the revision's file by path, and refused (one line) when it imports anything beyond
-the standard library outside `if TYPE_CHECKING:`. Fields on Req, a lazy attribute and a declared
+Nothing of the tree runs by default. A side table's module is replayed: the harness writes its
+state class, mapping, getter and removal anew from their syntax trees (refused in one line where
+ast cannot read that shape). With `trust=True` (`--trust-target-code`, the user's decision) the
+revision's own file is executed instead, in the harness's process, and refused (one line) when
+it imports anything beyond the standard library outside `if TYPE_CHECKING:`; the metadata then
+says "executed the revision's own <file>". Fields on Req, a lazy attribute and a declared
 attribute are generated from what inspect found (a getter, a state class with the ten fields,
 the attribute's name). Call sites follow the revision where the model can express it: the
 access pattern of each call site, where the capture-layer scan runs and whether it creates.
@@ -30,6 +35,8 @@ from bench.core.reqmodel import Attr, RequestModel
 from bench.target.accesses import read_accesses
 from bench.target.groups import Group, Revision
 from bench.target.inspection import Inspection, inspect_tree
+from bench.target.placement import MIN_REPLAYED, refusal
+from bench.target.replay import TRUST_FLAG, replay_source
 from bench.target.template import ending, functions, get_is_req, lazy_get
 from bench.target.tree import SourceTree
 from strategies._contract import FIELD_DEFAULTS, FIELDS
@@ -52,6 +59,8 @@ class Target:
     inspection: Inspection | None
     group: dict[str, Any] | None = None
     source_tree: SourceTree | None = None
+    trusted: bool = False  # the side table's own module is executed (--trust-target-code)
+    replay_notes: tuple[str, ...] = ()  # what the replayed state module does not carry over
 
     @property
     def tree(self) -> SourceTree:
@@ -62,8 +71,18 @@ class Target:
 
     @property
     def state_module(self) -> str:
-        """The revision's own file the state code came from ('' when generated)."""
+        """The revision's file the state code came from ('' when generated)."""
         return self.inspection.home.module if self.inspection is not None else ""
+
+    @property
+    def state_code(self) -> str:
+        """Where the state code that runs came from, in words (the manifest and reports)."""
+        if self.inspection is None or self.inspection.home.layout != "side_table":
+            return "generated from what ast read; nothing of the tree runs"
+        module = self.inspection.home.module
+        if self.trusted:
+            return f"executed the revision's own {module} ({TRUST_FLAG})"
+        return f"replayed from {module} as ast read it; the file is never executed"
 
     def metadata(self) -> dict[str, Any]:
         """What the manifest records about a target (path and full hash included)."""
@@ -71,6 +90,9 @@ class Target:
             return dict(self.group)
         assert self.inspection is not None
         t = self.inspection.tree
+        home = self.inspection.home.describe()
+        if self.inspection.home.layout == "side_table":
+            home += f"; state code {self.state_code}"
         return {
             "spec": self.spec,
             "path": str(t.path),
@@ -79,11 +101,13 @@ class Target:
             "short": t.short,
             "dirty": t.dirty,
             "layout": self.inspection.home.layout,
-            "home": self.inspection.home.describe(),
+            "home": home,
+            "state_code": self.state_code,
+            "trusted": self.trusted,
             "forward_batch": self.inspection.forward.describe(),
             "request_attributes": len(self.inspection.model.attrs),
             "request_tracked_values": self.inspection.model.tracked(),
-            "not_modelled": list(self.inspection.profile.not_modelled),
+            "not_modelled": [*self.inspection.profile.not_modelled, *self.replay_notes],
         }
 
 
@@ -153,11 +177,13 @@ def _state_class_source(ins: Inspection) -> str:
     )
 
 
-def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
+def _module_source(
+    ins: Inspection, name: str, target: dict[str, Any], *, trusted: bool = False
+) -> str:
     home = ins.home
     t = ins.tree
-    doc = f"{t.label}: {home.describe()}"
-    head = [HEADER.format(doc=doc.replace('"""', "'''")), "from __future__ import annotations", ""]
+    doc = f"{t.label}: {home.describe()}".replace("\\", "/").replace('"""', "'''")
+    head = [HEADER.format(doc=doc), "from __future__ import annotations", ""]
     description = f"{t.strategy_name().rsplit('_', 1)[0]} at {t.short}: {home.words}"
     if home.layout == "fields_on_req":
         body = [
@@ -198,7 +224,14 @@ def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
             "",
             "",
             "def _load_state_module():",
-            '    """The revision\'s own module, executed from its file under a name of ours."""',
+            (
+                '    """The revision\'s own module, executed from its file under a name of ours '
+                f'({TRUST_FLAG})."""'
+                if trusted
+                else '    """The state module the harness replayed from what ast read '
+                "(bench/target/replay.py),\n    loaded under a name of ours; no file of the "
+                'tree is executed."""'
+            ),
             f'    path = Path(__file__).with_name("{name}_state.py")',
             '    mod_name = f"{__name__}__state"',
             "    spec = importlib.util.spec_from_file_location(mod_name, path)",
@@ -254,28 +287,41 @@ def _module_source(ins: Inspection, name: str, target: dict[str, Any]) -> str:
     return _lines(*head, *body)
 
 
-def materialize(spec: str, folder: Path, *, name: str | None = None) -> Target:
+def materialize(spec: str, folder: Path, *, name: str | None = None, trust: bool = False) -> Target:
     """Inspect PATH[@REV] and write its strategy module into `folder`; TargetRefused (one
-    line) when its state code cannot be run here."""
+    line) when its state code cannot be run here. A side table's module is replayed from what
+    ast read (ReplayRefused, one line, where that shape cannot be replayed); `trust` (the
+    user's --trust-target-code) executes the revision's own file instead."""
     tree = SourceTree.open(spec)
     name = name or tree.strategy_name()
     ins = inspect_tree(tree, model_name=name)
     home = ins.home
-    if home.layout == "side_table" and not home.loadable:
+    side = home.layout == "side_table"
+    if side and trust and not home.loadable:
         raise TargetRefused(
             f"{tree.label}: {home.module} imports {', '.join(home.foreign_imports)} outside "
-            "TYPE_CHECKING; the harness loads a side table's module from the revision's file "
-            "and runs only standard-library imports"
+            f"TYPE_CHECKING; with {TRUST_FLAG} the harness loads a side table's module from "
+            "the revision's file and runs only standard-library imports (without it, the "
+            "module is replayed from what ast read)"
         )
+    replay = replay_source(tree, home) if side and not trust else None
     folder.mkdir(parents=True, exist_ok=True)
-    target = Target(spec, name, folder / f"{name}.py", ins)
+    target = Target(
+        spec,
+        name,
+        folder / f"{name}.py",
+        ins,
+        trusted=side and trust,
+        replay_notes=replay.notes if replay else (),
+    )
     meta = target.metadata()
     model = _model_for(ins)
     write_json(folder / f"{name}.reqmodel.json", model.to_json())
-    if home.layout == "side_table":
-        write_atomic(folder / f"{name}_state.py", tree.read(home.module))
+    if side:
+        state = replay.source if replay else tree.read(home.module)
+        write_atomic(folder / f"{name}_state.py", state)
     write_json(folder / f"{name}.inspect.json", ins.to_json())
-    write_atomic(target.path, _module_source(ins, name, meta))
+    write_atomic(target.path, _module_source(ins, name, meta, trusted=target.trusted))
     return target
 
 
@@ -285,11 +331,19 @@ def load_metadata(strategy_target: Any) -> dict[str, Any]:
 
 
 def materialize_group(
-    spec: str, folder: Path, *, group: Group, rev: Revision, name: str | None = None
+    spec: str,
+    folder: Path,
+    *,
+    group: Group,
+    rev: Revision,
+    name: str | None = None,
+    min_replayed: float = MIN_REPLAYED,
 ) -> Target:
     """A revision's state group, in the home the revision keeps it, as a strategy module: its
     Req (containers with their real shape), the group's fields, and its accesses on the
-    modelled hot path (bench.target.program)."""
+    modelled hot path (bench.target.program). Refused (one line, exit 2) when the replay places
+    nothing, or less than `min_replayed` of the group's accesses outside known-cold functions
+    (bench.target.placement), naming the functions it could not place."""
     from bench.target.groups import model_with_holders
     from bench.target.homes import current_home, home_metadata, write_home
     from bench.target.program import build
@@ -298,7 +352,11 @@ def materialize_group(
     tree = rev.tree
     name = name or tree.strategy_name()
     functions = read_accesses(tree, group, req_classes(rev))
-    prog = build(group.name, functions, commit=tree.commit)
+    prog = build(group.name, functions, commit=tree.commit, tree=tree)
+    assert prog.coverage is not None
+    refused = refusal(tree.label, group.name, prog.coverage, min_replayed)
+    if refused:
+        raise TargetRefused(refused)
     home = current_home(group)
     guards = sorted({a.guard for s in prog.program.sites for a in s.accesses if a.guard})
     model = model_with_holders(rev)
@@ -310,11 +368,8 @@ def materialize_group(
         "request_attributes": len(model.attrs),
         "request_tracked_values": model.tracked(),
         "frequencies": prog.table,
+        "placement": prog.coverage.to_json(),
         "not_modelled": [
-            *(
-                f"{f.function} ({f.where}): {f.count()} accesses, not on the modelled hot path"
-                for f in prog.off_path
-            ),
             *(
                 [
                     f"{len(guards)} branch conditions the reader cannot resolve (e.g. "

@@ -25,6 +25,8 @@ from bench.target.tree import SourceTree
 # Untimed iterations the scenarios' event counts are taken over (requests per batch, arriving,
 # finishing: exact for the seeded stream).
 EVENT_STEPS = 20
+# Table rows not defined at a revision that the text names before "and N more".
+ABSENT_SHOWN = 12
 # The prompt every footprint request is built with (bench.measure.steps uses the same).
 PROMPT_TOKENS = 512
 
@@ -68,7 +70,7 @@ def side(
     rev: Revision, group: Group, built: Footprint, events: dict[str, dict[str, float]]
 ) -> Side:
     functions = read_accesses(rev.tree, group, req_classes(rev))
-    program = build(group.name, functions, commit=rev.tree.commit)
+    program = build(group.name, functions, commit=rev.tree.commit, tree=rev.tree)
 
     def total(name: str, ev: dict[str, float], kind: str) -> float:
         sc = scenarios.get(name)
@@ -113,9 +115,11 @@ class DiffReport:
                         "lookups": f.lookups(s.group.home.kind),
                         "loads": f.loads(s.group.home.kind),
                         "on_hot_path": f in s.program.on_path,
+                        "placed": s.program.words(f.function),
                     }
                     for f in s.functions
                 ],
+                "placement": s.program.coverage.to_json() if s.program.coverage else None,
                 "accesses_per_iteration": s.per_scenario,
                 "loads_per_iteration": s.loads_per_scenario,
             }
@@ -130,8 +134,15 @@ class DiffReport:
 
     def text(self) -> str:
         b, h = self.base.tree, self.head.tree
-        lines = [f"base: {b.label}", f"head: {h.label}", "", "moved:"]
-        lines += [f"  {line}" for line in describe_moves(self.moves)]
+        lines = [f"base: {b.label}", f"head: {h.label}", ""]
+        if self.moves:
+            lines += ["moved:", *(f"  {line}" for line in describe_moves(self.moves))]
+        else:
+            for base_s, head_s in self.sides:
+                lines.append(
+                    f"not moved: {head_s.group.name} stays {head_s.group.home.words} "
+                    f"(base: {base_s.group.home.describe()}; head: {head_s.group.home.describe()})"
+                )
         first = self.sides[0]
         lines += ["", "building one request (this interpreter, tensors as stand-ins):"]
         lines.append(
@@ -165,16 +176,20 @@ class DiffReport:
                     site = next(
                         (x for x in s.program.program.sites if x.function == f.function), None
                     )
+                    placed = s.program.words(f.function)
                     freq = (
                         f"{site.frequency} ({', '.join(site.phases)})"
+                        + (f" {placed}" if placed else "")
                         if site
-                        else "not on the modelled hot path"
+                        else placed or "not replayed"
                     )
                     lines.append(
                         f"    {f.function + ' ' + f.where.rsplit('/', 1)[-1]:<58.58} "
                         f"{f.count():>4} {f.count(loop=True):>4} {f.lookups(s.group.home.kind):>4} "
                         f"{f.loads(s.group.home.kind):>5}  {freq}"
                     )
+            lines += changed_lines(*pair)
+            lines += placement_lines(*pair)
             lines += [
                 "",
                 f"  {group} per iteration on the modelled hot path (static x frequency; "
@@ -192,6 +207,95 @@ class DiffReport:
         return "\n".join(lines)
 
 
+def _row(s: Side, f: FunctionAccesses) -> tuple[int, int, int, int, str]:
+    kind = s.group.home.kind
+    site = next((x for x in s.program.program.sites if x.function == f.function), None)
+    return (
+        f.count(),
+        f.count(loop=True),
+        f.lookups(kind),
+        f.loads(kind),
+        site.frequency if site else "not replayed",
+    )
+
+
+def changed_lines(base: Side, head: Side) -> list[str]:
+    """Per function, what changed between the revisions: functions gone and new (a method
+    whose class changed name paired by its method name), and changed counts or frequency."""
+    old = {f.function: f for f in base.functions}
+    new = {f.function: f for f in head.functions}
+    gone = [n for n in old if n not in new]
+    added = [n for n in new if n not in old]
+    out = ["", "  what changed (accesses, loop, lookups, loads, frequency):"]
+    for name in gone[:]:
+        method = name.rsplit(".", 1)[-1]
+        twins = [n for n in added if "." in n and n.rsplit(".", 1)[-1] == method]
+        if "." in name and len(twins) == 1:
+            gone.remove(name)
+            added.remove(twins[0])
+            a, b = _row(base, old[name]), _row(head, new[twins[0]])
+            same = "the same accesses" if a[:4] == b[:4] else f"{a} -> {b}"
+            out.append(f"    moved: {name} -> {twins[0]}: {same}")
+    for name in old:
+        if name in new and _row(base, old[name]) != _row(head, new[name]):
+            out.append(f"    changed: {name}: {_row(base, old[name])} -> {_row(head, new[name])}")
+    out += [f"    gone at head: {n} {_row(base, old[n])}" for n in gone]
+    out += [f"    new at head: {n} {_row(head, new[n])}" for n in added]
+    if len(out) == 2:
+        out.append("    nothing: the same functions with the same accesses")
+    return out
+
+
+def placement_lines(base: Side, head: Side) -> list[str]:
+    """What the replay placed at each side: its share, the functions new at head it could not
+    place, and the typed rows each revision does not define (kept apart from known-cold ones)."""
+    out = ["", "  placed by the replay (static field accesses outside known-cold functions):"]
+    at_base = {f.function for f in base.functions}
+    for s in (base, head):
+        cov = s.program.coverage
+        if cov is None:
+            continue
+        cold = cov.of("cold")
+        unknown = cov.of("unknown")
+        out.append(
+            f"    at {s.rev.tree.short}: {cov.share:.0%} ({cov.accesses('table', 'moved')} of "
+            f"{cov.accesses('table', 'moved', 'unknown')}); known cold {len(cold)} functions "
+            f"({cov.accesses('cold')} accesses); not in the table {len(unknown)}"
+        )
+        if s is head:
+            new = [p.function.function for p in unknown if p.function.function not in at_base]
+            if new:
+                out.append(f"      new at head, not in the table: {', '.join(new)}")
+        if cov.absent_rows:
+            shown = cov.absent_rows[:ABSENT_SHOWN]
+            more = len(cov.absent_rows) - len(shown)
+            out.append(
+                f"      table rows not defined at {s.rev.tree.short} ({len(cov.absent_rows)}): "
+                + ", ".join(shown)
+                + (f", and {more} more (--json lists them)" if more else "")
+            )
+    return out
+
+
+def _kept(base: Revision, head: Revision, group: str, moved: list[str]) -> tuple[Group, Group]:
+    """The group at both revisions, or one line naming the closest name either has (a name
+    that is there is never its own suggestion)."""
+    import difflib
+
+    found = [g for r in (base, head) for g in r.groups if g.name == group]
+    if len(found) == 2:
+        return found[0], found[1]
+    names = sorted({*moved, *(g.name for r in (base, head) for g in r.groups)} - {group})
+    close = difflib.get_close_matches(group, names, n=1, cutoff=0.3)
+    missing = " and ".join(
+        r.tree.short for r in (base, head) if all(g.name != group for g in r.groups)
+    )
+    raise UsageError(
+        f"no state group {group!r} at {missing} (it moved nowhere between {base.tree.short} "
+        f"and {head.tree.short})" + (f"; closest: {close[0]}" if close else "")
+    )
+
+
 def diff_report(base_spec: str, head_spec: str, *, group: str | None = None) -> DiffReport:
     base = read_groups(SourceTree.open(base_spec))
     head = read_groups(SourceTree.open(head_spec))
@@ -199,14 +303,13 @@ def diff_report(base_spec: str, head_spec: str, *, group: str | None = None) -> 
     if group is not None:
         chosen = [m for m in moves if m.group == group]
         if not chosen:
-            import difflib
-
-            names = [m.group for m in moves] or [g.name for g in head.groups]
-            close = difflib.get_close_matches(group, names, n=1, cutoff=0.3)
-            raise UsageError(
-                f"no moved group {group!r} between {base.tree.short} and {head.tree.short}"
-                + (f" (closest: {close[0]})" if close else "")
-            )
+            # a group that stayed where it was: its accesses at both revisions, and what
+            # changed (a refactor that moved the functions, not the fields)
+            kept = _kept(base, head, group, [m.group for m in moves])
+            built = (construction(base), construction(head))
+            events = scenario_events()
+            pair = (side(base, kept[0], built[0], events), side(head, kept[1], built[1], events))
+            return DiffReport(base, head, [], [pair])
         moves = chosen
     if not moves:
         raise UsageError(
@@ -257,4 +360,5 @@ def group_summary(
             side: asdict(requests_of(p)) for side, p in zip(("base", "head"), paths, strict=True)
         },
         "where": where,
+        "placement": {"base": base.get("placement"), "head": head.get("placement")},
     }

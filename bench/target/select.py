@@ -20,6 +20,7 @@ from bench.base.errors import UsageError
 from bench.target.diff import Move, find_moves
 from bench.target.groups import Group, GroupNotFound, Revision, read_groups
 from bench.target.materialize import Target, materialize, materialize_group
+from bench.target.placement import MIN_REPLAYED
 from bench.target.tree import SourceTree
 from strategies._contract import PD_HIDDEN
 
@@ -66,13 +67,23 @@ def _pick(moves: list[Move], labels: tuple[str, str]) -> Move | None:
 
 
 def materialize_targets(
-    specs: list[str], folder: Path, *, group: str | None = None, names: list[str] | None = None
+    specs: list[str],
+    folder: Path,
+    *,
+    group: str | None = None,
+    names: list[str] | None = None,
+    min_replayed: float = MIN_REPLAYED,
+    trust: bool = False,
 ) -> list[Target]:
     """Every revision as a strategy module in `folder` (one line, exit 2, when the group cannot
-    be found)."""
+    be found, or its replay places less than `min_replayed` of its accesses at a revision).
+    `trust` (--trust-target-code): a PD hidden side table's own module is executed instead of
+    replayed (bench.target.materialize); nothing else of a tree ever runs."""
     names = names or [SourceTree.open(s).strategy_name() for s in specs]
     if group == PD_HIDDEN.name or (group is None and len(specs) == 1):
-        return [materialize(s, folder, name=n) for s, n in zip(specs, names, strict=True)]
+        return [
+            materialize(s, folder, name=n, trust=trust) for s, n in zip(specs, names, strict=True)
+        ]
     revs = [read_groups(SourceTree.open(s)) for s in specs]
     chosen: list[Group]
     if group is None:
@@ -86,7 +97,10 @@ def materialize_targets(
                     f"{revs[1].tree.label}, and neither keeps PD hidden state: name a group "
                     "with --group (python -m bench target groups PATH@REV lists them)"
                 )
-            return [materialize(s, folder, name=n) for s, n in zip(specs, names, strict=True)]
+            return [
+                materialize(s, folder, name=n, trust=trust)
+                for s, n in zip(specs, names, strict=True)
+            ]
         chosen = [move.base, move.head] + [_group_at(r, move.group, move.head) for r in revs[2:]]
     else:
         moves = {m.group: m for m in find_moves(revs[0], revs[-1])} if len(revs) > 1 else {}
@@ -106,7 +120,7 @@ def materialize_targets(
         label = group.partition("=")[0].strip()
         chosen = [Group(label, g.home, g.fields) for g in chosen]
     return [
-        materialize_group(s, folder, group=g, rev=r, name=n)
+        materialize_group(s, folder, group=g, rev=r, name=n, min_replayed=min_replayed)
         for s, g, r, n in zip(specs, chosen, revs, names, strict=True)
     ]
 
@@ -145,7 +159,7 @@ def looks_like_target(text: str) -> bool:
     return "@" in text or Path(text).is_dir()
 
 
-def list_targets(specs: list[str], group: str | None = None) -> list[str]:
+def list_targets(specs: list[str], group: str | None = None, *, trust: bool = False) -> list[str]:
     """Materialize targets in a temporary folder for `bench list` (their files go with it)."""
     folder = Path(tempfile.mkdtemp(prefix="reqstate-targets-"))
-    return [str(t.path) for t in materialize_targets(specs, folder, group=group)]
+    return [str(t.path) for t in materialize_targets(specs, folder, group=group, trust=trust)]

@@ -152,7 +152,18 @@ class SourceTree:
         return tuple(sorted(found))
 
     def files(self, suffix: str = "") -> tuple[str, ...]:
-        return tuple(p for p in self._listing if p.endswith(suffix))
+        return tuple(self._printable(p) for p in self._listing if p.endswith(suffix))
+
+    def _printable(self, rel: str) -> str:
+        """A path read from the tree, refused (one line) when it holds a line break or another
+        character that is not printable: paths are written into generated code (comments) and
+        reports, where a line break would start a line of the tree's choosing."""
+        if not rel.isprintable():
+            raise UsageError(
+                f"{self.label}: a file name that is not printable text ({rel!r}); the harness "
+                "writes the paths it reads into the code it generates and refuses this one"
+            )
+        return rel
 
     def exists(self, rel: str) -> bool:
         return rel in set(self._listing) if self.rev is not None else (self.root / rel).is_file()
@@ -189,8 +200,16 @@ class SourceTree:
 
     def grep(self, *needles: str, suffix: str = ".py") -> list[str]:
         """Files (ending in `suffix`) whose text contains every needle (fixed strings)."""
+        return self._grep(needles, suffix, every=True)
+
+    def grep_any(self, *needles: str, suffix: str = ".py") -> list[str]:
+        """Files (ending in `suffix`) whose text contains any of the needles (fixed strings)."""
+        return self._grep(needles, suffix, every=False) if needles else []
+
+    def _grep(self, needles: tuple[str, ...], suffix: str, *, every: bool) -> list[str]:
+        match = all if every else any
         if self.git_dir:
-            args = ["grep", "-l", "-F", "-z", "--all-match"]  # every needle, anywhere in a file
+            args = ["grep", "-l", "-F", "-z", *(["--all-match"] if every else [])]
             for needle in needles:
                 args += ["-e", needle]
             if self.rev is not None:
@@ -201,5 +220,5 @@ class SourceTree:
             out = _git(self.root, *args, check=False)
             names = [n for n in out.split("\0") if n]
             prefix = f"{self.commit or self.rev}:"
-            return sorted(n.removeprefix(prefix) for n in names)
-        return [p for p in self.files(suffix) if all(n in self.read(p) for n in needles)]
+            return sorted(self._printable(n.removeprefix(prefix)) for n in names)
+        return [p for p in self.files(suffix) if match(n in self.read(p) for n in needles)]

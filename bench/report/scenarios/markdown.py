@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bench.report.load import RunData
+from bench.report.placement import placement_markdown
 from bench.report.scenarios import prose
 from bench.report.scenarios.html import REQUEST_HEAD, _request_cells
 from bench.report.scenarios.model import request_rows
@@ -96,7 +97,8 @@ def target_markdown(run: RunData) -> list[str]:
             out.append(
                 f"  - not modelled at {esc_md(str(meta.get('short', name)))}: {esc_md(str(note))}"
             )
-    return [*out, ""]
+    placed = [(name, meta.get("placement")) for name, meta in run.targets.items()]
+    return [*out, "", *placement_markdown(placed)]
 
 
 def request_markdown(run: RunData) -> list[str]:
