@@ -65,8 +65,8 @@ test: $(STAMP)
 	"$(PY)" -m ruff format --check .
 	"$(PY)" -m mypy
 	"$(PY)" -m pytest -q -m "not slow and not real" -n $(TEST_WORKERS)
-	"$(PY)" -m pytest -q -m "slow and not serial and not real" -n $(TEST_WORKERS) --dist loadgroup
-	"$(PY)" -m pytest -q -m "serial and not real"
+	"$(PY)" -m pytest -q -m "slow and not serial and not real" -n $(TEST_WORKERS) --dist loadgroup --durations=10
+	"$(PY)" -m pytest -q -m "serial and not real" --durations=10
 
 # Real mode against sglang 0.5.23 from the registry (tests/test_real_sglang.py): builds its
 # environment into the user's cache the first time (a few minutes, ~2.5 GB), then runs its own

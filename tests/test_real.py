@@ -348,7 +348,7 @@ def test_every_preset_value_has_a_source() -> None:
 def test_a_built_in_strategy_replaces_a_side_table_home(toy_repo: Path, tmp_path: Path) -> None:
     proc = run_cli(
         "run", "--real", f"{toy_repo}@side_table,{toy_repo}@fast", "--real-python", PY,
-        "--real-home", "dynattr,rid_dict", "--real-preset", "decode-b256", *SMALL,
+        "--real-home", "rid_dict", "--real-preset", "decode-b256", *SMALL,
         "--budget", "off", "--no-count", "--output-dir", str(tmp_path), timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -356,8 +356,8 @@ def test_a_built_in_strategy_replaces_a_side_table_home(toy_repo: Path, tmp_path
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     names = sorted(manifest["revisions"])
-    assert len(names) == 4  # side_table as written, +dynattr, +rid_dict; fast as written
-    assert sum(n.endswith(".dynattr") for n in names) == 1
+    assert len(names) == 3  # side_table as written and with rid_dict; fast as written
+    assert sum(n.endswith(".rid_dict") for n in names) == 1
     injected = next(p for p in manifest["processes"] if p["revision"].endswith(".rid_dict"))
     raw = json.loads((run_dir / injected["file"]).read_text())
     assert raw["injected"] == "rid_dict"

@@ -258,7 +258,6 @@ def test_baseline_and_target_options(repo: tuple[Path, dict[str, str]]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 def test_run_with_two_revisions_writes_the_pr_report(
     repo: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -287,7 +286,9 @@ def test_run_with_two_revisions_writes_the_pr_report(
     for meta in manifest["targets"].values():
         assert f"at {meta['commit']}; forward batch: " in summary
     assert "pattern=as_written" in (run / "step.json").read_text()
-    assert "more per iteration there" in summary or "less per iteration there" in summary
+    # the verdict's difference sentence: resolved ("more/less per iteration there") or "within
+    # noise" (which, on a tiny configuration, is the machine's to say: not asserted)
+    assert "per iteration there" in summary
     assert len(summary.splitlines()) <= 40
     html = (run / "report.html").read_text()
     assert "The request class" in html
