@@ -16,8 +16,9 @@ Every commit also has prepare_abort (known cold) touching `pl_c`.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
+
+from tests.group_repo import _git
 
 SB = "python/sglang/srt/managers/schedule_batch.py"
 BRP = "python/sglang/srt/managers/scheduler_components/batch_result_processor.py"
@@ -93,16 +94,6 @@ def _files(layout: str) -> dict[str, str]:
     if layout in ("new", "empty"):
         files[S] = _SCAN
     return files
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def build(repo: Path) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.target.groups import describe, nested_in, read_groups
 from bench.target.tree import SourceTree
-from tests import placement_repo
+from tests import group_repo, placement_repo
 
 REQ = """class Req:
     def __init__(self, rid, origin_input_text, origin_input_ids, sampling_params):
@@ -27,9 +27,9 @@ def test_a_nested_prefix_group_is_shown_once_under_its_outer_group(tmp_path: Pat
     path = repo / placement_repo.SB
     path.parent.mkdir(parents=True)
     path.write_text(REQ)
-    placement_repo._git(repo, "init", "-q", "-b", "main")
-    placement_repo._git(repo, "add", "-A")
-    placement_repo._git(repo, "commit", "-q", "-m", "req")
+    group_repo._git(repo, "init", "-q", "-b", "main")
+    group_repo._git(repo, "add", "-A")
+    group_repo._git(repo, "commit", "-q", "-m", "req")
     rev = read_groups(SourceTree.open(f"{repo}@HEAD"))
     outer, inner = rev.group("cached_"), rev.group("cached_tokens_")
     assert len(outer.fields) == 4

@@ -112,14 +112,17 @@ def _commit(repo: Path, files: dict[str, str]) -> str:
     return f"{repo}@{_git(repo, 'rev-parse', 'HEAD')}"
 
 
-def _executing(repo: Path, marker: Path) -> str:
-    """The side table whose module, executed, writes `marker`."""
-    text = _state(
-        """    state = _pd_hidden_req_states.get(req)
+_GET = """    state = _pd_hidden_req_states.get(req)
     if state is None:
         state = PDHiddenReqState()
         _pd_hidden_req_states[req] = state
-    return state""",
+    return state"""
+
+
+def _executing(repo: Path, marker: Path) -> str:
+    """The side table whose module, executed, writes `marker`."""
+    text = _state(
+        _GET,
         table=True,
     )
     head, _, tail = text.partition("class PDHiddenReqState")
@@ -254,13 +257,6 @@ def test_a_shape_the_replay_cannot_read_is_refused_and_runs_with_trust(
     assert load_external(str(target.path)).name == target.name
 
 
-_GET = """    state = _pd_hidden_req_states.get(req)
-    if state is None:
-        state = PDHiddenReqState()
-        _pd_hidden_req_states[req] = state
-    return state"""
-
-
 @pytest.mark.parametrize(
     "payload",
     [
@@ -286,11 +282,7 @@ def test_only_dictionary_operations_are_replayed(repo: Path, tmp_path: Path, pay
 
 def test_the_import_check_applies_to_trusted_modules_only(repo: Path, tmp_path: Path) -> None:
     text = _state(
-        """    state = _pd_hidden_req_states.get(req)
-    if state is None:
-        state = PDHiddenReqState()
-        _pd_hidden_req_states[req] = state
-    return state""",
+        _GET,
         table=True,
         extra_import="import torch\n",
     )

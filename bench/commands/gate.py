@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 
 from bench.base.errors import UsageError
-from bench.commands.target import add_trust_option
-from bench.config.cliargs import SubParsers, csv_list, fraction, positive_int
-from bench.target.placement import MIN_REPLAYED
+from bench.commands.target import add_min_replayed_option, add_trust_option
+from bench.config.cliargs import SubParsers, csv_list, positive_int
 from strategies import resolve
 
 
@@ -190,15 +189,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "revisions; pd_hidden: the PD hidden study)",
     )
     add_trust_option(p_gate)
-    p_gate.add_argument(
-        "--min-replayed",
-        type=fraction,
-        default=MIN_REPLAYED,
-        metavar="SHARE",
-        help="with --target --group: refuse (exit 2) a revision whose replay places less than this "
-        "share of the group's accesses outside known-cold functions (default 0.5; 0 accepts any "
-        "non-empty replay, and the report lists what it did not place)",
-    )
+    add_min_replayed_option(p_gate)
     p_gate.add_argument("--mode", choices=("wall", "instructions"), default="wall")
     p_gate.add_argument(
         "--strategy", type=csv_list, help="gated strategies (default from pyproject)"

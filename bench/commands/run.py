@@ -14,9 +14,9 @@ from typing import Any
 from bench import suites
 from bench.base.errors import EXIT_FAILED, UsageError
 from bench.base.storage import DEFAULT_REPORTS_DIR
-from bench.commands.target import add_trust_option, check_trust
+from bench.commands.target import add_min_replayed_option, add_trust_option, check_trust
 from bench.config.budget import add_budget_options, budget_changes
-from bench.config.cliargs import SubParsers, csv_list, fraction, positive_int
+from bench.config.cliargs import SubParsers, csv_list, positive_int
 from bench.config.runconfig import RunConfig
 from bench.core import scenarios
 from bench.orchestration import sequence
@@ -391,15 +391,7 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         "them; pd_hidden: the PD hidden study); default: what moved between the two revisions",
     )
     add_trust_option(p_run)
-    p_run.add_argument(
-        "--min-replayed",
-        type=fraction,
-        default=MIN_REPLAYED,
-        metavar="SHARE",
-        help="with --target --group: refuse (exit 2) a revision whose replay places less than this "
-        "share of the group's accesses outside known-cold functions (default 0.5; 0 accepts any "
-        "non-empty replay, and the report lists what it did not place)",
-    )
+    add_min_replayed_option(p_run)
     p_run.add_argument(
         "--quick", action="store_true", help="the small CI-sized set (about a minute here)"
     )

@@ -13,7 +13,8 @@ from typing import Any
 
 from bench.base.storage import DEFAULT_REPORTS_DIR
 from bench.config.budget import add_budget_options
-from bench.config.cliargs import csv_list
+from bench.config.cliargs import csv_list, fraction
+from bench.target.placement import MIN_REPLAYED
 from bench.target.tree import SourceTree
 
 
@@ -166,6 +167,20 @@ TRUST_HELP = (
     "process) instead of replaying it from what ast read; the only code of a tree that target "
     "mode can run, recorded in the manifest. Only for trees you trust (docs/TARGET.md)"
 )
+
+
+def add_min_replayed_option(parser: argparse.ArgumentParser) -> None:
+    """--min-replayed, shared by `run` and `gate` (bench.target.placement)."""
+    parser.add_argument(
+        "--min-replayed",
+        type=fraction,
+        default=MIN_REPLAYED,
+        metavar="SHARE",
+        help="with --target --group: refuse (exit 2) a revision whose replay places less than "
+        "this share of the group's accesses outside known-cold functions (default "
+        f"{MIN_REPLAYED:g}; 0 accepts any non-empty replay, and the report lists what it did not "
+        "place)",
+    )
 
 
 def add_trust_option(parser: argparse.ArgumentParser) -> None:
