@@ -13,7 +13,7 @@ import pytest
 from bench.base.errors import UsageError
 from bench.core.groupsites import Access, GroupProgram, SiteProgram, compile_program
 from bench.core.groupsites import per_iteration as per_iteration_of
-from bench.report.placement import placement_markdown
+from bench.report.placement import placement_html, placement_markdown
 from bench.target.accesses import read_accesses
 from bench.target.groups import Revision, read_groups
 from bench.target.program import Program, build
@@ -134,7 +134,7 @@ def test_what_was_not_placed_is_listed_apart_in_gate_md_and_the_report(
     summary = group_summary(base.metadata(), head.metadata(), (base.path, head.path), [])
     text = "\n".join(group_markdown(summary))
     assert "- base: 100% placed (2 of 2 accesses)" in text
-    assert f"`SchedulerOutputProcessorMixin.process_batch_result_decode` as `{RESULT}`" in text
+    assert f"`SchedulerOutputProcessorMixin.process_batch_result_decode as {RESULT}`" in text
     assert "- head: 25% placed (2 of 8 accesses)" in text
     assert "new since base, not in the table: `Scheduler.scan_every_request` (6)" in text
     assert "known cold: `prepare_abort` (1)" in text
@@ -143,7 +143,10 @@ def test_what_was_not_placed_is_listed_apart_in_gate_md_and_the_report(
     report = "\n".join(
         placement_markdown([(t.name, t.metadata().get("placement")) for t in (base, head)])
     )
-    assert "not in the table: `Scheduler.scan_every_request`" in report
+    assert "not in the table: `Scheduler.scan_every_request` (6)" in report
+    html = "".join(placement_html([(t.name, t.metadata().get("placement")) for t in (base, head)]))
+    assert "<code>Scheduler.scan_every_request</code> (6)" in html
+    assert "known cold: <code>prepare_abort</code> (1)" in html
 
 
 def test_target_diff_of_a_group_that_did_not_move(repo: tuple[Path, dict[str, str]]) -> None:

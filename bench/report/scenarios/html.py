@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from bench.core.scheduler import QUEUES
 from bench.report.load import RunData
 from bench.report.markup import Html, num, section, table, tag, td
+from bench.report.placement import placement_html
 from bench.report.scenarios.model import request_rows
 from bench.report.scenarios.prose import (
     headline_cases,
@@ -172,6 +173,8 @@ def scenario_section(run: RunData, all_cases: Sequence[Case]) -> Html | None:
         )
     ]
     body += request_table(run)
+    if run.targets:
+        body += placement_html([(n, m.get("placement")) for n, m in run.targets.items()])
     sweep = sweep_sentences(run, all_cases)
     if sweep:
         body += [
