@@ -14,14 +14,14 @@ ALL_STRATEGIES: list[Strategy] = discover()
 STRATEGY_NAMES: list[str] = [s.name for s in ALL_STRATEGIES]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """A test that needs a real measured run (the tiny_run fixture: ~1.5 minutes once) is slow:
-    `make test` runs it, `make test-fast` does not."""
-    for item in items:
-        if "tiny_run" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slow)
-            # one worker builds the run (pytest-xdist --dist loadgroup), not each of them
-            item.add_marker(pytest.mark.xdist_group("tiny_run"))
+    `make test` runs it, `make test-fast` does not; and one worker builds the run (pytest-xdist
+    --dist loadgroup), not each of them. Marked as each item is collected: pytest-xdist reads the
+    group marks in its own pytest_collection_modifyitems, which runs before a conftest's."""
+    if "tiny_run" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group("tiny_run"))
 
 
 @pytest.fixture(params=ALL_STRATEGIES, ids=[s.name for s in ALL_STRATEGIES])
