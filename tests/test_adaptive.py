@@ -307,3 +307,31 @@ def test_collect_due_runs_the_young_collection_automatic_gc_would_have() -> None
     finally:
         if was:
             gc.enable()
+
+
+# -- drift within a process ----------------------------------------------------------------
+
+
+def test_a_family_whose_processes_drift_is_not_taken_as_converged() -> None:
+    """Both families reach the precision; decode-dspark's cost rises with the process's age
+    (the transient a fresh cohort of requests gives), so it is not stopped for precision: the
+    policy buys it a further round, and its record says it drifts."""
+    config = replace(suites.default_config(), budget_s=100.0, precision_pct=40.0, suites=("step",))
+    policy = AdaptivePolicy(config, ["step"])
+    policy.begin("step")
+    values = _values(0.0, 0.0)
+    values[_name("pr652", "decode-dspark")] = [100e-6 * (1 + 0.05 * i) for i in range(12)]
+    state = _state(config, values, wall=10.0, elapsed=10.0)
+    records = policy.families(state)
+    steady, rising = records["scenario=prefill-dspark"], records["scenario=decode-dspark"]
+    assert steady.reached
+    assert rising.reached  # precise enough by its interval alone
+    assert steady.stop == "precision"
+    assert not steady.drifting
+    assert steady.drift_pct == pytest.approx(0.0, abs=0.01)
+    assert rising.drifting
+    assert rising.stop == "drift"
+    assert rising.drift_pct is not None
+    assert rising.drift_pct > 20  # its later six values cost ~27% more than its first six
+    jobs, _label = policy.further(state)
+    assert [j.config.only_families for j in jobs] == [("scenario=decode-dspark",)]

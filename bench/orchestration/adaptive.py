@@ -44,6 +44,7 @@ from bench.runformat.schema import FamilyRecord
 from bench.stats import robust
 from bench.stats.cases import NET_STATISTIC, REFERENCE, step_round_values
 from bench.stats.derive import paired_difference
+from bench.stats.drift import Drift, family_drift
 from bench.stats.rounds import Rounds
 from bench.suites.spec import Job
 
@@ -228,10 +229,12 @@ class AdaptivePolicy:
         target = self.config.precision_pct
         rounds = self._rounds(spec.adaptive, state)
         short = []
+        drift = self._drift(spec.adaptive, state)
         for family, p in precision.items():
             if family in mine.stopped:
                 continue
-            if p.reached(target):
+            moving = drift.get(family)
+            if p.reached(target) and not (moving is not None and moving.drifting):
                 mine.stopped[family] = "precision"
             elif rounds.get(family, 0) >= MAX_ROUNDS:
                 mine.stopped[family] = "round cap"
@@ -283,13 +286,18 @@ class AdaptivePolicy:
         mine = self.budgets.get(state.suite, _SuiteBudget(None, {}))
         precision = self._precision(spec.adaptive, state)
         rounds = self._rounds(spec.adaptive, state)
+        drift = self._drift(spec.adaptive, state)
         target = self.config.precision_pct
         out = {}
         for family, p in sorted(precision.items()):
+            moving = drift.get(family)
+            drifting = moving is not None and moving.drifting
             if mine.budget_s is None:
                 stop = "fixed plan"
-            elif p.reached(target):
+            elif p.reached(target) and not drifting:
                 stop = "precision"
+            elif p.reached(target):
+                stop = "drift"  # precise, but over processes whose values trend: not converged
             else:
                 stop = mine.stopped.get(family, "budget")
             out[family] = FamilyRecord(
@@ -299,13 +307,19 @@ class AdaptivePolicy:
                 precision_pct=None if p.half_width_pct is None else round(p.half_width_pct, 2),
                 target_pct=target,
                 stop=stop,
+                drift_pct=None if moving is None else round(moving.pct, 2),
+                drift_low_pct=None if moving is None else round(100 * (moving.ratio_low - 1), 2),
+                drift_high_pct=None if moving is None else round(100 * (moving.ratio_high - 1), 2),
+                drifting=drifting,
             )
         return out
 
     # -- what the suite has so far ------------------------------------------------------------
 
-    def _precision(self, adaptive: Adaptive, state: SuiteState) -> dict[str, Precision]:
-        baseline = self.config.baseline
+    @staticmethod
+    def _measured(adaptive: Adaptive, state: SuiteState) -> Rounds:
+        """The suite's values so far, per worker in the order measured (a step suite's per
+        round, as its figures are taken)."""
         rounds = Rounds(
             {n: [b.values for b in bvs] for n, bvs in state.merged.items()},
             {
@@ -317,6 +331,43 @@ class AdaptivePolicy:
             steps = state.jobs[0].config.suite(state.suite).steps_per_value
             kind = suites.get(state.suite).kind
             rounds = step_round_values(rounds, state.extras.steps, steps, kind)
+        return rounds
+
+    def _drift(self, adaptive: Adaptive, state: SuiteState) -> dict[str, Drift]:
+        """Per family, the trend within its processes of what its precision is taken over:
+        the baseline's cost net of the reference (a net-cost family), else the baseline's own
+        values (bench.stats.drift)."""
+        rounds = self._measured(adaptive, state)
+        out: dict[str, Drift] = {}
+        for name in rounds.runs:
+            bench = BenchName.parse(name)
+            if bench.strategy != self.config.baseline:
+                continue
+            series: list[list[float]] | None
+            if adaptive.quantity == "net_cost":
+                if bench.get("pattern") != self.pattern:
+                    continue
+                groups = rounds.groups(name, str(bench.with_strategy(REFERENCE)))
+                series = (
+                    None
+                    if groups is None
+                    else [
+                        [b - r for b, r in zip(bs, rs, strict=True)]
+                        for bs, rs in zip(groups[0], groups[1], strict=True)
+                    ]
+                )
+            else:
+                series = [list(run) for run in rounds.runs[name]]
+            found = family_drift(series) if series else None
+            family = bench.family_text(adaptive.within)
+            if found is not None and (family not in out or abs(found.pct) > abs(out[family].pct)):
+                out[family] = found
+        return out
+
+    def _precision(self, adaptive: Adaptive, state: SuiteState) -> dict[str, Precision]:
+        baseline = self.config.baseline
+        rounds = self._measured(adaptive, state)
+        if adaptive.quantity == "net_cost":
             others = [t for t in self.targets if t != baseline]
             if others:
                 return change_precision(

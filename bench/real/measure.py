@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.real.driver.phases import PHASES
+from bench.stats.drift import rank_trend
 
 KINDS = {"decode": ("DECODE",), "extend": ("EXTEND", "MIXED")}
 METRICS = ("iteration", *KINDS, *PHASES)
@@ -96,17 +97,7 @@ class ProcessSummary:
 
 
 def drift(series: list[float]) -> float | None:
-    """Spearman's rank correlation of a process's values against their order: near 0 when the
-    process measured a steady state, near ±1 when its cost trended with its age (the
-    transient docs/REGIMES.md found in the synthetic loop). None below 4 values."""
-    n = len(series)
-    if n < 4:
-        return None
-    order = sorted(range(n), key=lambda i: series[i])
-    ranks = [0.0] * n
-    for rank, i in enumerate(order):
-        ranks[i] = float(rank)
-    mean = (n - 1) / 2
-    num = sum((i - mean) * (r - mean) for i, r in enumerate(ranks))
-    den = sum((i - mean) ** 2 for i in range(n))
-    return num / den if den else None
+    """Spearman's rank correlation of a process's values against their order (bench.stats.drift):
+    near 0 when the process measured a steady state, near +1 when its cost rose with its age.
+    None below 4 values."""
+    return rank_trend(series)

@@ -271,7 +271,13 @@ class FamilyRecord:
     estimate: float | None  # that quantity (seconds for a net cost, a ratio)
     precision_pct: float | None  # its 95% CI half-width, percent of it (None: not computable)
     target_pct: float
-    stop: str  # precision | budget | round cap | fixed plan
+    stop: str  # precision | drift | budget | round cap | fixed plan
+    # the trend within its processes (bench.stats.drift): later values against earlier, percent,
+    # with its 95% interval; drifting: the interval excludes 0 and the figure exceeds DRIFT_PCT
+    drift_pct: float | None = None
+    drift_low_pct: float | None = None
+    drift_high_pct: float | None = None
+    drifting: bool = False
 
     @property
     def reached(self) -> bool:
