@@ -5,6 +5,7 @@ the same work for every strategy; row exhaustion aborts; nothing leaks."""
 from __future__ import annotations
 
 import gc
+import random
 import statistics
 
 import pytest
@@ -15,7 +16,15 @@ from bench.core.callsites import PATTERNS
 from bench.core.hostpool import HostPool, host_hidden
 from bench.core.rowpool import PoolShape, RowPool
 from bench.core.scenarios import PRESETS, Scenario, get
-from bench.core.scheduler import DecodeLoop, PrefillLoop, make_scheduler, warmup_steps
+from bench.core.scheduler import (
+    DECODE_HISTORY_STEPS,
+    DecodeLoop,
+    PrefillLoop,
+    history_steps,
+    make_scheduler,
+    run_history,
+    warmup_steps,
+)
 from strategies import Strategy, load_builtin
 
 CPU = torch.device("cpu")
@@ -209,3 +218,38 @@ def test_pr652_states_vanish_with_their_requests_in_the_loop() -> None:
 def test_unknown_pattern_refused() -> None:
     with pytest.raises(ValueError, match="unknown access pattern"):
         host(get("prefill-dspark"), load_builtin("weakkey"), pattern="sometimes")
+
+
+@pytest.mark.parametrize("preset", ["decode-dspark", "colocated"])
+def test_the_history_replaces_the_batch_built_in_one_go(preset: str) -> None:
+    """After the interleaved history no request of the initial batch is left, the batch is
+    full, and its requests are part-way through their outputs (holding what they generated),
+    as the stationary start's were: the layout changed, the workload did not."""
+    scenario = small(preset)
+    strategy = load_builtin("pr652")
+    a, b = (host(scenario, strategy, seed=s) for s in (1, 2))
+    assert isinstance(a, DecodeLoop)
+    assert isinstance(b, DecodeLoop)
+    first = {id(t.req) for t in a.running}
+    kept_alive = [t.req for t in a.running]  # ids stay unique while these live
+    assert all(len(t.req.output_ids) == t.generated for t in a.running)
+    steps = history_steps(scenario)
+    run_history([a, b], steps, random.Random(0))
+    assert not first & {id(t.req) for t in a.running}
+    assert not a._aging
+    if preset == "decode-dspark":
+        assert len(a.running) > 0.8 * scenario.decode_batch  # full, less this step's finished
+        shares = [t.generated / t.output_len for t in a.running]
+        assert 0.3 < statistics.mean(shares) < 0.7  # remaining lengths still stationary
+        assert all(len(t.req.output_ids) == t.generated for t in a.running)
+    a.run(5)  # and the loop goes on as measured: admissions start at the first token again
+    assert all(t.generated <= t.output_len for t in a.running)
+    del kept_alive
+    a.close()
+    b.close()
+
+
+def test_history_lengths() -> None:
+    assert history_steps(get("decode-dspark")) == DECODE_HISTORY_STEPS
+    prefill = get("prefill-dspark")
+    assert 0 < history_steps(prefill) <= warmup_steps(prefill)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # torch is imported where a device is used: readers of result
 
 now_ns: Callable[[], int] = time.perf_counter_ns
 wall_s: Callable[[], float] = time.time  # timestamps for humans (ETA, manifest), never timing
+cpu_s: Callable[[], float] = time.process_time  # this process's CPU time (bench.base.cpuload)
 
 
 def resolve_device(name: str) -> torch.device:

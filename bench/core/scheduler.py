@@ -284,6 +284,13 @@ class SchedulerLoop:
             self.step()
             self.worker_tick()
 
+    def begin_history(self, steps: int) -> None:
+        """Before `steps` untimed iterations interleaved with the process's other schedulers
+        (run_history): what must turn over in them to leave a long-running server's layout."""
+
+    def end_history(self) -> None:
+        """After them: the loop runs as measured."""
+
     def worker_tick(self) -> None:
         """What the transfer worker thread does between iterations (not the scheduler
         thread's time: a step recorder calls it outside the timed step)."""
@@ -627,15 +634,36 @@ class DecodeLoop(SchedulerLoop):
         self.waiting: deque[Tracked] = deque()
         self.chunked: Tracked | None = None
         self._token = 1
+        self._aging = False  # during the history: admitted requests arrive part-way
         self._start_stationary()
 
     def _start_stationary(self) -> None:
         """A full batch whose requests are part-way through their outputs, as in steady state
-        (otherwise all B would finish together, and the run would measure a transient)."""
+        (otherwise all B would finish together, and the run would measure a transient), each
+        holding the output tokens it has generated so far."""
         for _ in range(self.scenario.decode_batch):
-            t = self._next()
-            t.generated = self._rng.randrange(t.output_len)
-            self.running.append(t)
+            self.running.append(self._part_way(self._next()))
+
+    def _part_way(self, t: Tracked) -> Tracked:
+        """A request some way through its output: a uniform share of it generated already."""
+        t.generated = self._rng.randrange(t.output_len)
+        t.req.output_ids.extend(itertools.repeat(self._token, t.generated))
+        return t
+
+    def begin_history(self, steps: int) -> None:
+        """The batch built in one go (dense in the heap, and its states created together by
+        the first scan) is replaced within `steps` iterations: each of its requests finishes at
+        a uniform iteration of them, and each request admitted meanwhile arrives part-way
+        through its output, as the stationary start's do. At the end every request of the batch
+        was allocated in an iteration of its own, between the other schedulers' work, as in a
+        server that has run for a while, and the batch's remaining lengths are still the
+        stationary start's."""
+        for t in self.running:
+            t.output_len = min(t.output_len, t.generated + 1 + self._rng.randrange(steps))
+        self._aging = True
+
+    def end_history(self) -> None:
+        self._aging = False
 
     def live_tracked(self) -> list[Tracked]:
         live = [*self.running, *self.waiting]
@@ -682,6 +710,8 @@ class DecodeLoop(SchedulerLoop):
             if t.prefilled >= t.prompt_len:  # prefill done: first token, then decode
                 t.req.output_ids.append(token)
                 t.generated = 1
+                if self._aging:
+                    self._part_way(t)
                 (finished if t.generated >= t.output_len else still).append(t)
         self.running = still
         if self.group is not None:
@@ -702,7 +732,8 @@ class DecodeLoop(SchedulerLoop):
         else:
             n = min(self._arrivals(), s.decode_batch - len(self.running))
         for _ in range(max(0, n)):
-            self.running.append(self._next())
+            t = self._next()
+            self.running.append(self._part_way(t) if self._aging else t)
         self.admitted = max(0, n)
 
     def _receive_colocated(self) -> None:
@@ -749,6 +780,41 @@ def warmup_steps(scenario: Scenario) -> int:
         return 10  # decode loops start with a stationary batch
     s = scenario
     return 10 + 2 * s.bootstrap_wait + s.inflight_residence + s.ack_delay + s.keep_finished
+
+
+# Untimed iterations, interleaved over every scheduler of the process, in which a decode batch
+# built in one go is replaced (DecodeLoop.begin_history). Measured (docs/REGIMES.md, "The steady
+# layout"): pr652's decode-dspark cost in cache rose by half from the first to the second half
+# of a process's 16 values without it; with it, as with 1,200 plain interleaved iterations
+# first, it did not.
+DECODE_HISTORY_STEPS = 64
+
+
+def history_steps(scenario: Scenario) -> int:
+    """Untimed interleaved iterations before a scheduler is measured (after warmup_steps, which
+    runs each scheduler alone). A decode batch turns over in DECODE_HISTORY_STEPS; a prefill
+    node's live requests (bootstrap queue, inflight, kept) turn over within their longest stay,
+    and the warm-up has seen it once, alone: once more, interleaved."""
+    if scenario.loop != "prefill":
+        return DECODE_HISTORY_STEPS
+    s = scenario
+    return 2 * s.bootstrap_wait + s.inflight_residence + s.ack_delay + s.keep_finished
+
+
+def run_history(schedulers: list[SchedulerLoop], steps: int, rng: random.Random) -> None:
+    """`steps` iterations of every scheduler, one at a time in a fresh shuffled order per
+    iteration position, untimed: each scheduler's allocations land between the others', as
+    the measured rounds' do (bench.measure.steps.interleave_steps)."""
+    for sched in schedulers:
+        sched.begin_history(steps)
+    order = list(schedulers)
+    for _ in range(steps):
+        rng.shuffle(order)
+        for sched in order:
+            sched.step()
+            sched.worker_tick()
+    for sched in schedulers:
+        sched.end_history()
 
 
 def make_scheduler(

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.base.cpuload import LoadMeter, RoundLoad
 from bench.base.names import BenchName
 from bench.base.timing import wall_s
 from bench.config.runconfig import RunConfig
-from bench.runformat.schema import SuiteExtras, decode
+from bench.runformat.schema import LoadSeries, SuiteExtras, decode
 from strategies import Strategy
 
 if TYPE_CHECKING:
@@ -144,32 +145,84 @@ class Subject:
         return self.name.strategy
 
 
+class RoundGuard:
+    """Meters every measured round of one family (bench.base.cpuload) and decides whether it is
+    kept: a round during which other processes took LOADED_CORES or more is dropped and measured
+    again, at most remeasures(values) times per family in a worker; past that a loaded round is
+    kept and recorded as loaded. What each kept round's load was goes to out.extras.loads. A
+    whole round is dropped, every strategy's value of it, so the pairing stays and the load,
+    which no strategy chooses, cannot favour one."""
+
+    def __init__(self, out: SuiteOutput, family: str, values: int) -> None:
+        self.series = out.extras.loads.setdefault(family, LoadSeries())
+        self.left = remeasures(values)
+        self.meter = LoadMeter()
+        self.last = RoundLoad(0.0, 0.0, 0.0, metered=False)
+
+    def start(self) -> None:
+        self.meter.start()
+
+    def keep(self, *, warmup: bool) -> bool:
+        """After a round: whether its values are kept (warm-up rounds always are)."""
+        self.last = load = self.meter.stop()
+        if warmup:
+            return True
+        if load.loaded and self.left > 0:
+            self.left -= 1
+            self.series.remeasured += 1
+            return False
+        self.series.others_cores.append(round(load.others_cores, 3))
+        self.series.steal_cores.append(round(load.steal_cores, 3))
+        self.series.loaded.append(load.loaded)
+        return True
+
+    def note(self, label: str) -> str:
+        """The progress line's words for a dropped round."""
+        return f"{label}: round measured again (other processes took {self.last.cores:.2f} cores)"
+
+
+def remeasures(values: int) -> int:
+    """Loaded rounds a worker measures again per family: half its values, at least one (under a
+    load that lasts, a family costs at most 1.5 times its plan, then keeps its loaded rounds
+    flagged)."""
+    return max(1, values // 2)
+
+
 def interleave(
     ctx: WorkerContext,
     out: SuiteOutput,
     subjects: list[Subject],
     *,
     label: str,
+    family: str | None = None,
     progress_base: float = 0.0,
     progress_span: float = 1.0,
 ) -> None:
     """Round-robin: every round takes one value of every subject, in a fresh shuffled order,
-    so drift on a shared machine hits all strategies alike. A subject whose strategy raises is
-    dropped, with the error recorded; the others go on."""
+    so drift on a shared machine hits all strategies alike. A round measured under load is
+    measured again (RoundGuard; `family` keys its record, the label without one). A subject
+    whose strategy raises is dropped, with the error recorded; the others go on."""
     cfg = ctx.config
     rounds = cfg.warmup_values + cfg.values
-    for r in range(rounds):
+    guard = RoundGuard(out, family or label, cfg.values)
+    r = 0
+    while r < rounds:
         warmup = r < cfg.warmup_values
         order = [s for s in subjects if s.strategy not in out.failures]
         ctx.rng.shuffle(order)
+        taken: list[tuple[Subject, float]] = []
+        guard.start()
         for subject in order:
             if subject.strategy in out.failures:
                 continue
             try:
-                value = subject.measure(warmup)
+                taken.append((subject, subject.measure(warmup)))
             except Exception as exc:
                 out.failures[subject.strategy] = f"{subject.name}: {failure_text(exc)}"
-                continue
+        if not guard.keep(warmup=warmup):
+            ctx.progress(progress_base + progress_span * r / rounds, guard.note(label))
+            continue
+        for subject, value in taken:
             out.add(
                 subject.name,
                 value,
@@ -178,6 +231,5 @@ def interleave(
                 unit=subject.unit,
                 gc_mode=subject.gc_mode,
             )
-        ctx.progress(
-            progress_base + progress_span * (r + 1) / rounds, f"{label} round {r + 1}/{rounds}"
-        )
+        r += 1
+        ctx.progress(progress_base + progress_span * r / rounds, f"{label} round {r}/{rounds}")

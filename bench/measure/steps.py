@@ -26,8 +26,16 @@ from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
 from bench.core.groupsites import blocks, program_of
 from bench.core.scenarios import Scenario
-from bench.core.scheduler import SchedulerLoop, make_hidden, make_scheduler, warmup_steps
+from bench.core.scheduler import (
+    SchedulerLoop,
+    history_steps,
+    make_hidden,
+    make_scheduler,
+    run_history,
+    warmup_steps,
+)
 from bench.measure.context import (
+    RoundGuard,
     Subject,
     SuiteOutput,
     WorkerContext,
@@ -65,6 +73,7 @@ class StepRecorder:
         self.kept = StepSeries()
         self.queues = QueueSeries()
         self._value = StepSeries()  # the steps of the value being taken
+        self._value_queues = QueueSeries()  # and the queue lengths after them
 
     def step(self, *, warmup: bool) -> None:
         """One timed iteration, added to the value being taken."""
@@ -81,14 +90,22 @@ class StepRecorder:
         value.gc.append(probe.total_collections - before)
         if self.keep_queues and not warmup:
             for queue, length in sched.queue_sample().items():
-                self.queues.lengths.setdefault(queue, []).append(length)
+                self._value_queues.lengths.setdefault(queue, []).append(length)
 
     def value_s(self, *, warmup: bool) -> float:
         """The value taken since the last one: mean seconds per iteration."""
         value, self._value = self._value, StepSeries()
-        if self.keep_steps and not warmup:
-            self.kept.extend(value)
+        queues, self._value_queues = self._value_queues, QueueSeries()
+        if not warmup:
+            if self.keep_steps:
+                self.kept.extend(value)
+            self.queues.extend(queues)
         return sum(value.host_ns) / len(value.host_ns) / 1e9
+
+    def discard(self) -> None:
+        """Forget the value being taken (a round measured again: bench.measure.context.RoundGuard)."""
+        self._value = StepSeries()
+        self._value_queues = QueueSeries()
 
     def measure(self, k: int, *, warmup: bool) -> float:
         """k iterations in a row: one value."""
@@ -104,6 +121,7 @@ def interleave_steps(
     steps: int,
     *,
     label: str,
+    family: str | None = None,
     gc_mode: str = "enabled",
     progress_base: float = 0.0,
     progress_span: float = 1.0,
@@ -118,17 +136,21 @@ def interleave_steps(
     automatic collection is off while iterations run and the young collections it would have
     started run between iteration positions, untimed (gcprobe.collect_due): with twenty
     schedulers in one heap a collection otherwise landed in 82% of prefill-sharegpt's iteration
-    positions, in one strategy's iteration at random. A strategy that raises is dropped with the
-    error recorded; the others go on."""
+    positions, in one strategy's iteration at random. A round measured under load is measured
+    again (bench.measure.context.RoundGuard, keyed by `family`, else the label). A strategy that
+    raises is dropped with the error recorded; the others go on."""
     cfg = ctx.config
     rounds = cfg.warmup_values + cfg.values
     live = dict(recorders)
     deferred = gc_mode == DEFERRED
     if deferred:
         gc.disable()
+    guard = RoundGuard(out, family or label, cfg.values)
     try:
-        for r in range(rounds):
+        r = 0
+        while r < rounds:
             warmup = r < cfg.warmup_values
+            guard.start()
             for _ in range(steps):
                 order = list(live)
                 ctx.rng.shuffle(order)
@@ -142,11 +164,14 @@ def interleave_steps(
                         live = {n: rec for n, rec in live.items() if n.strategy != name.strategy}
                 if deferred:
                     collect_due()
+            if not guard.keep(warmup=warmup):
+                for rec in live.values():
+                    rec.discard()
+                ctx.progress(progress_base + progress_span * r / rounds, guard.note(label))
+                continue
             _take_values(out, live, steps, warmup=warmup, gc_mode=gc_mode)
-            ctx.progress(
-                progress_base + progress_span * (r + 1) / rounds,
-                f"{label} round {r + 1}/{rounds}",
-            )
+            r += 1
+            ctx.progress(progress_base + progress_span * r / rounds, f"{label} round {r}/{rounds}")
     finally:
         if deferred:
             gc.enable()
@@ -184,11 +209,13 @@ def build_recorders(
     regime: str | None = None,
     only: Callable[[Strategy], bool] | None = None,
     sweep_mb: int = 0,
+    history: int = 0,
 ) -> dict[BenchName, StepRecorder]:
     """One scheduler per strategy x pattern for one scenario case (the strategies `only`
     keeps), all sharing one pool tensor and hidden buffer, each warmed up (untimed) to steady
-    state, each timed in `regime` (bench.measure.regime; None: as it comes). The first keeps
-    queues."""
+    queues, then all of them run `history` more iterations interleaved (-1: the scenario's,
+    bench.core.scheduler.history_steps) so their heap is a long-running server's, each timed in
+    `regime` (bench.measure.regime; None: as it comes). The first keeps queues."""
     pool = ctx.make_pool(scenario)
     sweep = CacheSweep(sweep_bytes(sweep_mb)) if regime == "cold" else None
     clock = StepClock(ctx.device)
@@ -229,6 +256,10 @@ def build_recorders(
                 keep_queues=not recorders,
                 prepare=prepare_hook(regime, sched, sweep) if regime else None,
             )
+    steps = history_steps(scenario) if history < 0 else history
+    if steps and recorders:
+        with gc_paused():
+            run_history([rec.scheduler for rec in recorders.values()], steps, ctx.rng)
     return recorders
 
 
@@ -262,6 +293,7 @@ def measure_cases(
     regimes: bool = False,
     cold_only: Callable[[Strategy], bool] | None = None,
     sweep_mb: int = 0,
+    history: int = 0,
 ) -> None:
     """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in rounds of
     `steps_per_value` iterations interleaved iteration by iteration (interleave_steps), then
@@ -289,6 +321,7 @@ def measure_cases(
                         regime=regime,
                         only=cold_only if regime == "cold" else None,
                         sweep_mb=sweep_mb,
+                        history=history,
                     )
                 if gc_mode not in ("enabled", DEFERRED):
                     apply_gc_mode(gc_mode)
@@ -300,6 +333,7 @@ def measure_cases(
                             recorders,
                             steps_per_value,
                             label=f"{kind} {label}",
+                            family=key.text,
                             gc_mode=gc_mode,
                             progress_base=i / len(cases),
                             progress_span=1 / len(cases),

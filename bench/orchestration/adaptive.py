@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bench import suites
 from bench.base.names import BenchName
@@ -40,7 +41,7 @@ from bench.base.timing import wall_s
 from bench.config.runconfig import Adaptive, RunConfig
 from bench.measure.context import FAMILY_PHASE
 from bench.orchestration.runner import SuiteState
-from bench.runformat.schema import FamilyRecord
+from bench.runformat.schema import FamilyRecord, LoadSeries
 from bench.stats import robust
 from bench.stats.cases import NET_STATISTIC, REFERENCE, step_round_values
 from bench.stats.derive import paired_difference
@@ -173,6 +174,17 @@ def ratio_precision(
             worst[family] = (cmp.ratio, hw)
     words = f"every strategy's ratio to {baseline} (the least precise)"
     return {f: Precision(words, est, hw) for f, (est, hw) in worst.items()}
+
+
+def load_fields(series: LoadSeries | None) -> dict[str, Any]:
+    """A family's FamilyRecord load fields from its rounds' loads (all its processes)."""
+    if series is None:
+        return {}
+    return {
+        "loaded_rounds": series.loaded_rounds,
+        "remeasured_rounds": series.remeasured,
+        "load_max_cores": round(series.max_cores, 2) if series.rounds else None,
+    }
 
 
 @dataclass
@@ -311,6 +323,7 @@ class AdaptivePolicy:
                 drift_low_pct=None if moving is None else round(100 * (moving.ratio_low - 1), 2),
                 drift_high_pct=None if moving is None else round(100 * (moving.ratio_high - 1), 2),
                 drifting=drifting,
+                **load_fields(state.extras.loads.get(family)),
             )
         return out
 

@@ -4,6 +4,7 @@ suite's own lines: its view's `terminal_extra`). Reads a loaded run folder like 
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from bench.report import precision, viewspec
@@ -63,6 +64,9 @@ def suite_lines(data: SuiteData, baseline: str) -> list[str]:
 
 def render_run(run: RunData) -> str:
     lines: list[str] = []
+    loaded = precision.load_sentence(run)
+    if loaded:
+        lines.append("WARNING: " + loaded)
     for data in run.suites.values():
         if data.name not in run.manifest.suites:
             continue
@@ -88,6 +92,9 @@ def terminal(run: RunData, *, verbose: bool = False) -> str:
     if verbose:
         return render_run(run)
     tail = [] if run.status == "complete" else [f"status: {run.status}"]
+    loaded = precision.load_sentence(run)
+    if loaded:
+        tail += textwrap.wrap("WARNING: " + loaded, 110, subsequent_indent="    ")
     tail += [
         f"run folder: {run.path}",
         f"every suite's table: python -m bench show --verbose {run.path}",

@@ -4,6 +4,7 @@ lines, an HTML table and one markdown sentence."""
 
 from __future__ import annotations
 
+from bench.base.cpuload import LOADED_CORES
 from bench.report.load import RunData, SuiteData
 from bench.report.markup import Html, num, table, tag
 from bench.runformat.schema import FamilyRecord
@@ -32,6 +33,24 @@ def _drift(f: FamilyRecord) -> str:
     return text + (" DRIFTS" if f.drifting else "")
 
 
+def load_words(f: FamilyRecord) -> str:
+    """The machine's other load while the family was measured (bench.base.cpuload)."""
+    if f.load_max_cores is None and not f.remeasured_rounds:
+        return "-"
+    parts = []
+    if f.loaded_rounds:
+        parts.append(f"{f.loaded_rounds} round(s) kept under load")
+    if f.remeasured_rounds:
+        parts.append(f"{f.remeasured_rounds} measured again")
+    if f.load_max_cores is not None:
+        parts.append(f"others up to {f.load_max_cores:.2f} cores")
+    return ", ".join(parts)
+
+
+def under_load(f: FamilyRecord) -> bool:
+    return bool(f.loaded_rounds or f.remeasured_rounds)
+
+
 def terminal_lines(data: SuiteData) -> list[str]:
     if not data.families:
         return []
@@ -41,6 +60,7 @@ def terminal_lines(data: SuiteData) -> list[str]:
         out.append(
             f"   {name:<44} {f.rounds:>3} round(s)  {_reached(f):>16}  stopped: {f.stop}"
             + (f"  drift {_drift(f)}" if f.drifting else "")
+            + (f"  LOADED: {load_words(f)}" if under_load(f) else "")
         )
     return out
 
@@ -55,6 +75,7 @@ def html_table(data: SuiteData) -> list[Html]:
             num(_reached(f)),
             num(f"±{f.target_pct:g}%"),
             num(_drift(f)),
+            load_words(f),
             STOP_WORDS.get(f.stop, f.stop),
         )
         for name, f in data.families.items()
@@ -75,10 +96,14 @@ def html_table(data: SuiteData) -> list[Html]:
             "paired ratios, 95% interval over processes then values); DRIFTS where the interval "
             f"excludes 0 and the figure exceeds ±{DRIFT_PCT:g}%: the processes sampled a "
             "transient, and more "
-            "rounds do not make the figure a steady state's." + budget,
+            "rounds do not make the figure a steady state's. Load: what other processes took "
+            "during the family's rounds (the machine's busy time in /proc/stat less the worker's "
+            f"own, in cores); a round where they took {LOADED_CORES:g} cores or more was "
+            "measured again, and kept, counted here, only once a worker's re-measures were spent."
+            + budget,
             class_="note",
         ),
-        table(("family", "rounds", "reached", "target", "drift", "stopped by"), rows),
+        table(("family", "rounds", "reached", "target", "drift", "load", "stopped by"), rows),
     ]
 
 
@@ -101,10 +126,32 @@ def markdown_sentence(run: RunData) -> str | None:
                 short.append(f"{data.name} {name} {_reached(f)} but drifting {_drift(f)}")
     if not total or target is None:
         return None
+    loaded = load_sentence(run)
     if not short:
-        return f"Precision: every one of {total} families within ±{target:g}% (95% CI half-width)."
+        return (
+            f"Precision: every one of {total} families within ±{target:g}% (95% CI half-width)."
+            + (f" {loaded}" if loaded else "")
+        )
     return (
         f"Precision: {total - len(short)} of {total} families within ±{target:g}%; short of it: "
         + "; ".join(short)
         + "."
+        + (f" {loaded}" if loaded else "")
+    )
+
+
+def load_sentence(run: RunData) -> str | None:
+    """'Measured under load: ...' naming every family whose rounds other processes loaded, or
+    None on a quiet machine (as pyperf warns that a result may be unstable)."""
+    named = [
+        f"{data.name} {name} ({load_words(f)})"
+        for data in run.suites.values()
+        for name, f in data.families.items()
+        if under_load(f)
+    ]
+    if not named:
+        return None
+    return (
+        "Measured under load (other processes took the CPU while these were measured; loaded "
+        "rounds were measured again): " + "; ".join(named) + "."
     )

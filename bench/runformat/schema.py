@@ -125,6 +125,43 @@ class QueueSeries:
 
 
 @dataclass
+class LoadSeries:
+    """What other processes took during each round of one family in a worker
+    (bench.base.cpuload), in measurement order: the rounds kept, and how many loaded rounds were
+    measured again instead of kept."""
+
+    others_cores: list[float] = field(default_factory=list)  # per kept round
+    steal_cores: list[float] = field(default_factory=list)
+    loaded: list[bool] = field(default_factory=list)  # kept although loaded (re-measures spent)
+    remeasured: int = 0  # loaded rounds dropped and measured again
+
+    def extend(self, other: LoadSeries) -> None:
+        self.others_cores.extend(other.others_cores)
+        self.steal_cores.extend(other.steal_cores)
+        self.loaded.extend(other.loaded)
+        self.remeasured += other.remeasured
+
+    def check(self) -> str | None:
+        if not len(self.others_cores) == len(self.steal_cores) == len(self.loaded):
+            return "others_cores, steal_cores and loaded differ in length"
+        return None
+
+    @property
+    def rounds(self) -> int:
+        return len(self.loaded)
+
+    @property
+    def loaded_rounds(self) -> int:
+        return sum(self.loaded)
+
+    @property
+    def max_cores(self) -> float:
+        return max(
+            (a + b for a, b in zip(self.others_cores, self.steal_cores, strict=True)), default=0.0
+        )
+
+
+@dataclass
 class RequestFigures:
     """One strategy's request class as built in a worker: what a reviewer compares between
     revisions (attributes, dict bytes, GC-tracked values, construction time)."""
@@ -176,6 +213,9 @@ class SuiteExtras:
     # Where a worker's time went, in seconds summed over processes: building schedulers and
     # populations, measuring, counting, ... (bench.measure.context.phase)
     phases: dict[str, float] = field(default_factory=dict, metadata=merging("sum"))
+    # Per family (its name without strategy and the keys within it): the machine's other load
+    # during each round (bench.base.cpuload)
+    loads: dict[str, LoadSeries] = field(default_factory=dict, metadata=merging("extend"))
 
     def merge(self, other: SuiteExtras) -> None:
         """Fold another worker process's extras (of the same type) into these."""
@@ -278,6 +318,11 @@ class FamilyRecord:
     drift_low_pct: float | None = None
     drift_high_pct: float | None = None
     drifting: bool = False
+    # the machine's other load (bench.base.cpuload): rounds kept although measured under load,
+    # loaded rounds dropped and measured again, the most other processes took in a kept round
+    loaded_rounds: int = 0
+    remeasured_rounds: int = 0
+    load_max_cores: float | None = None
 
     @property
     def reached(self) -> bool:

@@ -110,6 +110,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
                         out,
                         subjects,
                         label=f"lookup live={n} regime={regime}",
+                        family=f"live={n}/regime={regime}",
                         progress_base=i / len(cells),
                         progress_span=1 / len(cells),
                     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from bench.config.cliargs import SuiteFlag
 from bench.config.runconfig import STEP_REGIMES, Adaptive, RunConfig, SuiteOptions
 from bench.core.scenarios import Scenario
 
@@ -24,6 +25,15 @@ KIND = "step"
 # Under --budget: a family is a scenario case (every strategy and pattern of it), measured to
 # the precision of the baseline's cost per iteration net of control (the scenario verdict).
 ADAPTIVE = Adaptive("net_cost", within=("pattern",))
+FLAGS = (
+    SuiteFlag(
+        "--history",
+        "history_steps",
+        "untimed interleaved iterations before timing (-1: the scenario's, 0: none)",
+        type=int,
+        metavar="N",
+    ),
+)
 BUDGET_SHARE = 3.0  # the verdict's suite (both memory regimes of every scenario): the largest share
 
 
@@ -35,6 +45,7 @@ class Options(SuiteOptions):
         "count_steps": "count_steps",
         "regimes": "step_regimes",
         "cold_sweep_mb": "cold_sweep_mb",
+        "history_steps": "step_history_steps",
     }
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
@@ -70,8 +81,12 @@ class Options(SuiteOptions):
     # The cold regime's sweep in MiB (0: twice the last-level cache the kernel reports, at
     # least 64 MiB).
     cold_sweep_mb: int = 0
+    # Untimed iterations, interleaved over every scheduler of a case, before any is timed: -1,
+    # the scenario's (bench.core.scheduler.history_steps: a decode batch built in one go is
+    # replaced in them); 0, none (a fresh dense batch, as before the steady layout).
+    history_steps: int = -1
 
-    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ("cold_sweep_mb",)
+    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ("cold_sweep_mb", "history_steps")
 
     def cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
         """The run's cases again in the cold regime (when it is measured)."""
@@ -84,6 +99,8 @@ class Options(SuiteOptions):
         bad = [r for r in self.regimes if r not in STEP_REGIMES] or (
             ["(none)"] if not self.regimes else []
         )
+        if self.history_steps < -1:
+            raise ValueError(f"step history: {self.history_steps}; -1 (the scenario's), 0 or more")
         if bad or "warm" not in self.regimes:
             raise ValueError(
                 f"step_regimes: {bad[0] if bad else 'warm missing'}; warm and optionally cold"

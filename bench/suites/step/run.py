@@ -39,6 +39,7 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         regimes=True,
         cold_only=functools.partial(_headline, cfg.baseline),
         sweep_mb=opts.cold_sweep_mb,
+        history=opts.history_steps,
     )
     return out
 
