@@ -32,8 +32,7 @@ def _only_dir(folder: Path) -> Path:
     return d
 
 
-@pytest.mark.slow
-@pytest.mark.serial
+@pytest.mark.slow  # judges statuses and files, not time: runs beside the other slow tests
 def test_strategy_raising_mid_suite_is_marked_failed_others_complete(tmp_path: Path) -> None:
     proc = run_cli(
         "run",
