@@ -22,7 +22,7 @@ are interleaved or what else runs on the machine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,18 @@ class CacheSweep:
         self._buf[::CACHE_LINE]
 
 
+def touch_requests(reqs: Iterable[Any], peek: Callable[[Any], Any], fields: Sequence[str]) -> None:
+    """The warm regime's read: every attribute of every request, and each one's state looked up
+    without creating (its fields read)."""
+    for req in reqs:
+        for _value in vars(req).values():
+            pass
+        state = peek(req)
+        if state is not None:
+            for f in fields:
+                getattr(state, f, None)
+
+
 def warm_hook(scheduler: Any) -> Callable[[], None]:
     """Read the scheduler's live requests and their state once (untimed)."""
 
@@ -86,14 +98,7 @@ def warm_hook(scheduler: Any) -> Callable[[], None]:
     fields = scheduler.strategy.fields
 
     def touch() -> None:
-        for t in scheduler.live_tracked():
-            req = t.req
-            for _value in vars(req).values():
-                pass
-            state = peek(req)
-            if state is not None:
-                for f in fields:
-                    getattr(state, f, None)
+        touch_requests((t.req for t in scheduler.live_tracked()), peek, fields)
 
     return touch
 

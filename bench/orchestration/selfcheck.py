@@ -83,7 +83,9 @@ def time_scan_us(
     batch: int, request_model: str, regime: str, neighbours: int = 0, churn: float = 0.0
 ) -> list[float]:
     """µs per decode scan of `batch` requests holding their state, one scan per repeat:
-    warm, straight after the previous scan; cold, after reading one byte of every 64-byte line
+    warm, after the suite's warm read of the batch (every attribute of every request and its
+    state: bench.measure.regime.touch_requests, in the timeit setup, untimed), so both figures
+    are taken in one regime; cold, after reading one byte of every 64-byte line
     of a 64 MiB buffer (in the timeit setup, untimed; a plain memset would bypass the caches).
     `neighbours` requests are built after each scanned one and kept: the heap the suite's
     interleaved schedulers give the scan's requests (one request of each other scheduler in
@@ -92,6 +94,7 @@ def time_scan_us(
     created by the scan, the old one dies in the timed statement (its weak reference's
     callback removes the table entry), as both happen inside a decode iteration."""
     from bench.core.workload import make_request_class
+    from bench.measure.regime import touch_requests
     from strategies import load_builtin
 
     strategy = load_builtin(SCAN_STRATEGY)
@@ -123,6 +126,8 @@ def time_scan_us(
             reqs.append(build())
         if regime == "cold":
             buf[::64]
+        else:
+            touch_requests(reqs, strategy.peek, strategy.fields)
 
     names = {"reqs": reqs, "get": strategy.get, "setup": setup, "dead": dead}
     timer = timeit.Timer("dead.clear()" + SCAN, setup="setup()", globals=names)
