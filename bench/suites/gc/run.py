@@ -228,7 +228,7 @@ def _run_case(
             out.extras.gc[str(name)] = counts
             out.extras.steps[str(name)] = rec.kept
             rec.kept = StepSeries()
-            apply_gc_mode("enabled")
+            apply_gc_mode("enabled", collect=False)  # the next mode's (or scheduler's) collects
     sched.close()
     gc.unfreeze()
 
