@@ -4,6 +4,7 @@ writes, never timings. One run (module-scoped) feeds every check."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,8 @@ def test_manifest_records_a_complete_run(run_dir: Path) -> None:
     assert manifest["strategies"]["weakkey"]["holds_state"] is True
     assert manifest["schema"] == SCHEMA
     assert manifest["command"].startswith("python -m bench run")
+    if hasattr(os, "getloadavg"):  # pyperf's load_avg_1min, where the OS has one
+        assert env["load_avg_1min"] >= 0.0
 
 
 @pytest.mark.parametrize("suite", SUITES)
@@ -128,6 +131,13 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     assert len(series["host_ns"]) == len(series["gc"]) == 3 * 3  # values x steps per value
     assert "summaries" not in step
     assert "percentiles" not in step
+    # every family's rounds metered for the machine's other load (bench.base.cpuload): one
+    # figure per kept round, 3 values per worker here
+    loads = step["extras"]["loads"]
+    assert {"scenario=prefill-dspark", "scenario=decode-dspark"} <= set(loads)
+    assert len(loads["scenario=prefill-dspark"]["others_cores"]) == 3
+    lookup_loads = json.loads((run_dir / "lookup.extra.json").read_text())["extras"]["loads"]
+    assert all(len(v["loaded"]) == 3 for v in lookup_loads.values())
 
     run = load_run(run_dir)
     data = run.suites["step"]

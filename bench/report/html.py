@@ -95,6 +95,10 @@ def env_section(run: RunData) -> Html:
         ("pyperf", env.pyperf),
         ("device", device),
         ("CPU", cpu),
+        (
+            "load at start",
+            "-" if env.load_avg_1min is None else f"{env.load_avg_1min:.2f} (1-minute average)",
+        ),
         ("platform", env.platform),
         ("commit", env.git_commit),
         ("request class", run.requests_text),

@@ -41,4 +41,8 @@ def environment(device: torch.device) -> dict[str, Any]:
     }
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
+    try:
+        env["load_avg_1min"] = round(os.getloadavg()[0], 2)
+    except OSError:  # not available on this platform
+        pass
     return env

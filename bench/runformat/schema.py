@@ -268,6 +268,9 @@ class Environment:
     # installed sglang's Req with its version (then also `sglang`).
     request_class: str = ""
     sglang: str | None = None
+    # The 1-minute load average when the run started (pyperf's load_avg_1min): what ran beside
+    # it; each round's own load is in the suites' extras (bench.base.cpuload)
+    load_avg_1min: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
