@@ -27,9 +27,9 @@ from pathlib import Path
 from bench.base.timing import cpu_s, now_ns
 
 PROC_STAT = Path("/proc/stat")
-# Others' CPU, in cores, from which a round counts as measured under load: a project choice. On
-# this project's 2-core VM an idle machine read 0.00-0.02 cores (kernel threads, the parent
-# orchestrator's progress line) and a process spinning on the other core 0.9-1.0.
+# Others' CPU, in cores, from which a round counts as measured under load: a project choice,
+# well above what an idle machine reads (kernel threads, the parent orchestrator's progress
+# lines) and well below one busy core (docs/REGIMES.md, "The machine's other load").
 LOADED_CORES = 0.25
 # The shortest round the tick counters can judge: 1 tick (10 ms) of error per CPU is 0.05 cores
 # of a 0.4 s round on 2 CPUs.

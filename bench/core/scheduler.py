@@ -783,10 +783,9 @@ def warmup_steps(scenario: Scenario) -> int:
 
 
 # Untimed iterations, interleaved over every scheduler of the process, in which a decode batch
-# built in one go is replaced (DecodeLoop.begin_history). Measured (docs/REGIMES.md, "The steady
-# layout"): pr652's decode-dspark cost in cache rose by half from the first to the second half
-# of a process's 16 values without it; with it, as with 1,200 plain interleaved iterations
-# first, it did not.
+# built in one go is replaced (DecodeLoop.begin_history): without them a process's values rose
+# as that dense batch was replaced during the timed rounds. Why this construction and length,
+# measured against longer plain histories: docs/REGIMES.md, "The steady layout".
 DECODE_HISTORY_STEPS = 64
 
 
