@@ -40,6 +40,7 @@ FOLDERS: tuple[tuple[str, ...], ...] = (
     ("bench.report", "bench.suites.*.view"),
     ("bench.orchestration",),
     ("bench.gate", "bench.target", "bench.profiling", "bench.real"),
+    ("bench.history",),
     ("bench.commands",),
 )
 LAYERS: dict[str, int] = {folder: i for i, folders in enumerate(FOLDERS) for folder in folders}

@@ -1,6 +1,6 @@
 """Command line: python -m bench {list,run,selftest-aa,selfcheck,scenarios,workload,report,gate,
-profile,target}. A thin dispatcher: each command's parser lives with its subsystem (its
-register(sub)); user mistakes end as one line on stderr and exit 2."""
+profile,target,real,history,bisect}. A thin dispatcher: each command's parser lives with its
+subsystem (its register(sub)); user mistakes end as one line on stderr and exit 2."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from bench.config.cliargs import Parser, SubParsers
 
 def build_parser() -> argparse.ArgumentParser:
     from bench.commands import gate as gate_cli
+    from bench.commands import history as history_cli
     from bench.commands import real as real_cli
     from bench.commands import report as report_cli
     from bench.commands import run as run_cli
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_profile(sub)
     target_cli.register(sub)
     real_cli.register(sub)
+    history_cli.register(sub)
     return parser
 
 

@@ -1,0 +1,114 @@
+"""`python -m bench history PATH A..B` and `python -m bench bisect PATH GOOD BAD`: a branch's
+scheduler cost per commit, its steps, and the commit that made one (docs/HISTORY.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from bench.config.cliargs import SubParsers, csv_list, duration_s, positive_int
+
+HISTORY_PRESETS = ("prefill-chunked",)
+
+# Options both commands take: (flags, argparse keywords).
+_SHARED: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (("--real-preset",), {"action": "append", "type": csv_list, "metavar": "NAME[,NAME]",
+      "help": "real-mode presets (default prefill-chunked; list: python -m bench real presets)"}),
+    (("--set",), {"action": "append", "metavar": "KEY=VALUE",
+      "help": "change one value of every preset (e.g. max_running_requests=16384)"}),
+    (("--real-python",), {"metavar": "PYTHON",
+      "help": "run every revision with this interpreter instead of building environments"}),
+    (("--seed",), {"type": int, "default": 0, "help": "seed of the request streams and turns"}),
+    (("--output-dir",), {"default": "reports", "help": "where the folder goes (default reports)"}),
+)  # fmt: skip
+
+_HISTORY: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (("path",), {"metavar": "PATH", "help": "an SGLang git repository (a bare one works)"}),
+    (("range",), {"metavar": "A..B", "help": "the first-parent commits after A up to B; A is the anchor"}),
+    (("--every",), {"type": positive_int, "default": 1, "metavar": "N",
+      "help": "every Nth commit of the range (the last always)"}),
+    (("--hot-path",), {"action": "store_true",
+      "help": "only commits that touch a file of the scheduler's hot path (the anchor's measured map)"}),
+    (("--rounds",), {"type": positive_int, "default": 5,
+      "help": "lockstep rounds per commit (default 5)"}),
+    (("--batch",), {"type": positive_int, "default": 10,
+      "help": "commits per lockstep round beside the anchor and its copy (default 10; ~0.55 GB each)"}),
+    (("--budget",), {"type": duration_s, "default": None, "metavar": "DURATION",
+      "help": "stop measuring after about this long (e.g. 20m); a later call resumes"}),
+)  # fmt: skip
+
+_BISECT: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (("path",), {"metavar": "PATH", "help": "an SGLang git repository (a bare one works)"}),
+    (("good",), {"metavar": "GOOD", "help": "the revision before the change"}),
+    (("bad",), {"metavar": "BAD", "help": "a first-parent descendant of GOOD that differs from it"}),
+    (("--rounds",), {"type": positive_int, "default": 6, "help": "rounds per gate (at least 6)"}),
+    (("--threshold",), {"type": float, "default": 5.0, "metavar": "PCT",
+      "help": "a gate's bound, percent of the iteration (its A/A copy may raise it)"}),
+)  # fmt: skip
+
+
+def _add(
+    p: argparse.ArgumentParser, options: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+) -> None:
+    for flags, kw in options:
+        p.add_argument(*flags, **kw)
+
+
+def _presets(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    from bench.commands.real import parse_set
+    from bench.real.run import selected
+
+    names = [x for group in (args.real_preset or [list(HISTORY_PRESETS)]) for x in group]
+    changes = parse_set(args.set)
+    return selected(names, changes), changes
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from bench.history import measure as hm
+    from bench.history.run import HistoryJob, execute, real_mapper
+
+    presets, changes = _presets(args)
+    preparer = hm.real_preparer(args.real_python)
+    job = HistoryJob(
+        Path(args.path), args.range, presets, changes, args.rounds, args.batch, args.every,
+        args.hot_path, args.budget, args.seed, Path(args.output_dir),
+        preparer=preparer, mapper=real_mapper(preparer, presets[0]),
+    )  # fmt: skip
+    _folder, status = execute(job)
+    return status
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    from bench.history.bisect import BisectJob, execute
+
+    presets, changes = _presets(args)
+    job = BisectJob(
+        Path(args.path), args.good, args.bad, presets, changes, args.rounds, args.threshold,
+        args.seed, args.real_python, Path(args.output_dir),
+    )  # fmt: skip
+    _folder, status = execute(job)
+    return status
+
+
+def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    hist = sub.add_parser(
+        "history",
+        help="a branch's scheduler cost per commit, with the steps found (real mode)",
+        description="Measure every commit of A..B (its own scheduler, in lockstep with A), "
+        "find the steps, write report.html and summary.md. Stored one commit at a time: "
+        "running it again resumes, a wider range adds commits.",
+    )
+    _add(hist, _HISTORY)
+    _add(hist, _SHARED)
+    hist.set_defaults(func=_cmd_history)
+    bis = sub.add_parser(
+        "bisect",
+        help="the first commit of GOOD..BAD whose scheduler cost differs, by paired gates",
+        description="About log2(N) real-mode gates against GOOD, at the gate's A/A-calibrated "
+        "bound; ends on the first commit whose gate shows the change GOOD..BAD shows, or says "
+        "there is no step above the threshold.",
+    )
+    _add(bis, _BISECT)
+    _add(bis, _SHARED)
+    bis.set_defaults(func=_cmd_bisect)

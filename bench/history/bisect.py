@@ -1,0 +1,195 @@
+"""`python -m bench bisect PATH GOOD BAD`: the first commit of GOOD..BAD whose scheduler cost
+differs from GOOD's, in about log2(N) paired gates.
+
+Each step of the search is one real-mode gate (bench.real.gate: GOOD, the commit, and an A/A copy
+of the commit in lockstep, judged by the wall gate's rule at its A/A-calibrated bound). The
+first gate is GOOD against BAD: if it passes, there is no step above the threshold in the range
+and the search ends. Otherwise its verdict (regression: slower; improvement: faster) is the
+direction looked for, and the search keeps the invariant "GOOD does not differ in that
+direction, the upper end does": a commit whose gate shows the change moves the upper end down,
+one that does not moves the lower end up. It ends on the first commit whose gate shows it:
+at most ceil(log2 N) + 1 gates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.base.errors import EXIT_OK, UsageError
+from bench.base.storage import write_atomic, write_json
+from bench.gate.judge import Judgement
+from bench.history import commits as hc
+from bench.history.measure import progress
+from bench.real.presets import RealPreset
+
+SCHEMA = "reqstate-bench-bisect/1"
+DIRECTIONS = ("regression", "improvement")
+
+
+@dataclass(frozen=True)
+class GateStep:
+    good: hc.Commit
+    commit: hc.Commit
+    verdicts: dict[str, str]  # preset -> pass | regression | improvement
+    changes: dict[str, tuple[float, float, float]]  # preset -> (change %, CI low %, CI high %)
+    wall_s: float
+
+    def shows(self, direction: str) -> bool:
+        return any(v == direction for v in self.verdicts.values())
+
+
+# (good, commit) -> the gate's judgements, one per preset
+GateFn = Callable[[hc.Commit, hc.Commit], list[Judgement]]
+
+
+@dataclass
+class BisectJob:
+    repo: Path
+    good: str
+    bad: str
+    presets: list[RealPreset]
+    changed: dict[str, Any] = field(default_factory=dict)
+    rounds: int = 6
+    threshold_pct: float = 5.0
+    seed: int = 0
+    interpreter: str | None = None
+    output_dir: Path = Path("reports")
+    gate: GateFn | None = None  # tests give their own
+
+
+def real_gate(job: BisectJob) -> GateFn:
+    """One real-mode gate per call; each revision's environment prepared once."""
+    from bench.real.gate import MIN_ROUNDS, RealGate, judge, measure
+    from bench.real.run import prepare
+
+    if job.rounds < MIN_ROUNDS:
+        raise UsageError(
+            f"bisect --rounds {job.rounds}: at least {MIN_ROUNDS} (a gate of fewer can never fail)"
+        )
+    revisions: dict[str, Any] = {}
+
+    def rev(c: hc.Commit) -> Any:
+        if c.sha not in revisions:
+            (revisions[c.sha],) = prepare([f"{job.repo}@{c.sha}"], job.interpreter)
+        return revisions[c.sha]
+
+    def gate(good: hc.Commit, commit: hc.Commit) -> list[Judgement]:
+        cfg = RealGate(
+            f"{job.repo}@{good.sha}",
+            f"{job.repo}@{commit.sha}",
+            tuple(p.in_lockstep(job.changed) for p in job.presets),
+            rounds=job.rounds,
+            threshold_pct=job.threshold_pct,
+            seed=job.seed,
+            interpreter=job.interpreter,
+            changed=job.changed,
+        )
+        vals, _seen = measure(cfg, {"base": rev(good), "candidate": rev(commit)})
+        return judge(cfg, vals)
+
+    return gate
+
+
+def _step(gate: GateFn, good: hc.Commit, commit: hc.Commit, presets: list[str]) -> GateStep:
+    from bench.base.timing import wall_s
+
+    progress(f"gate {good.short} -> {commit.short} ({commit.subject[:60]})")
+    t0 = wall_s()
+    judged = gate(good, commit)
+    verdicts, changes = {}, {}
+    for preset, j in zip(presets, judged, strict=True):
+        verdicts[preset] = j.verdict
+        changes[preset] = (j.change_pct, (j.ci_low - 1) * 100, (j.ci_high - 1) * 100)
+    step = GateStep(good, commit, verdicts, changes, round(wall_s() - t0, 1))
+    progress("  " + chain_line(step))
+    return step
+
+
+def chain_line(s: GateStep) -> str:
+    parts = [
+        f"{p} {s.verdicts[p]} {c[0]:+.2f}% [{c[1]:+.2f}, {c[2]:+.2f}]" for p, c in s.changes.items()
+    ]
+    return f"{s.good.short} -> {s.commit.short}: " + "; ".join(parts) + f" ({s.wall_s:.0f} s)"
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    commits: int  # in the range
+    chain: tuple[GateStep, ...]
+    first: hc.Commit | None  # None: no step above the threshold
+    direction: str | None
+
+    @property
+    def max_gates(self) -> int:
+        return math.ceil(math.log2(max(self.commits, 1))) + 1
+
+
+def search(
+    repo: Path, good_rev: str, bad_rev: str, presets: list[str], gate: GateFn
+) -> BisectResult:
+    good, bad = hc.resolve(repo, good_rev), hc.resolve(repo, bad_rev)
+    commits = hc.in_range(repo, good.sha, bad.sha)
+    if not commits or commits[-1].sha != bad.sha:
+        raise UsageError(f"{bad_rev} is not a first-parent descendant of {good_rev}")
+    first = _step(gate, good, bad, presets)
+    chain = [first]
+    direction = next((d for d in DIRECTIONS if first.shows(d)), None)
+    if direction is None:
+        return BisectResult(len(commits), tuple(chain), None, None)
+    lo, hi = -1, len(commits) - 1  # commits[hi] shows the change; lo (-1 = GOOD) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        s = _step(gate, good, commits[mid], presets)
+        chain.append(s)
+        if s.shows(direction):
+            hi = mid
+        else:
+            lo = mid
+    return BisectResult(len(commits), tuple(chain), commits[hi], direction)
+
+
+def markdown(result: BisectResult, title: str) -> str:
+    lines = [f"**Bisect** {title}: {result.commits} commits, {len(result.chain)} gates"]
+    if result.first is None:
+        lines.append("- no step above the threshold in this range (the first gate passed)")
+    else:
+        word = "slower" if result.direction == "regression" else "faster"
+        lines.append(f"- first commit {word}: {result.first.short} ({result.first.subject})")
+    lines += [f"- gate {i + 1}: {chain_line(s)}" for i, s in enumerate(result.chain)]
+    return "\n".join(lines) + "\n"
+
+
+def execute(job: BisectJob) -> tuple[Path, int]:
+    presets = [p.name for p in job.presets]
+    gate = job.gate or real_gate(job)
+    result = search(job.repo, job.good, job.bad, presets, gate)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = job.output_dir / f"bisect-{stamp}-{os.getpid()}"
+    out.mkdir(parents=True, exist_ok=True)
+    title = f"{job.repo.resolve().name} {job.good}..{job.bad}"
+    text = markdown(result, title)
+    write_atomic(out / "bisect.md", text)
+    write_json(
+        out / "bisect.json",
+        {
+            "schema": SCHEMA,
+            "range": [job.good, job.bad],
+            "commits": result.commits,
+            "first": result.first.sha if result.first else None,
+            "direction": result.direction,
+            "chain": [asdict(s) for s in result.chain],
+            "presets": presets,
+            "changed": job.changed,
+            "threshold_pct": job.threshold_pct,
+            "rounds": job.rounds,
+        },
+    )
+    print(text, end="")
+    print(f"bisect folder: {out}")
+    return out, EXIT_OK

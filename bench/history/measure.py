@@ -1,0 +1,252 @@
+"""Measuring a history: every selected commit's own scheduler (real mode, bench/real/), in
+batches that run in lockstep with the anchor.
+
+Processes of one revision differ by ±10% and more on a shared 2-core machine (docs/REAL.md),
+so commits measured one after another would hide any step smaller than that. Instead a round
+starts, together, one driver for the anchor, one more for the anchor (the A/A copy: what
+identical code moves), and one for each commit of a batch, and lets them measure their
+iterations in turns (bench.real.process.run_lockstep): value i of every member comes from the
+same seconds of the machine's life. Each commit's figure in the round is the median of its
+value-by-value ratios to the anchor's (the gate's paired statistic), so a commit measured in
+another batch, or in a later call, is still on the same scale: every round holds the anchor.
+
+A commit is stored when each of its rounds ends (bench.history.store), so an interruption loses
+at most the round in flight, and a later call measures only the rounds a commit still lacks.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.base.errors import DataError, UsageError
+from bench.base.timing import wall_s
+from bench.history.commits import Commit, Selection
+from bench.history.store import Store
+from bench.real.measure import figures, values
+from bench.real.presets import RealPreset
+from bench.stats import median
+
+DEFAULT_ROUNDS = 5
+DEFAULT_BATCH = (
+    10  # commits per lockstep round, beside the anchor and its copy (each driver holds ~0.55 GB)
+)
+
+
+def progress(msg: str) -> None:
+    print(f"[history] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Member:
+    """A commit and what runs it (bench.real.run.Revision in real mode; anything a runner
+    understands in tests)."""
+
+    commit: Commit
+    revision: Any
+    copy: bool = False  # the anchor's A/A copy
+
+
+# (members, preset, seed, first worker index, rng) -> one driver output per member
+Runner = Callable[[Sequence[Member], RealPreset, int, int, random.Random], list[dict[str, Any]]]
+# (repository, commit) -> its revision, or a UsageError saying why it cannot run
+Preparer = Callable[[Path, Commit], Any]
+
+
+def lockstep_runner(
+    members: Sequence[Member], preset: RealPreset, seed: int, first: int, rng: random.Random
+) -> list[dict[str, Any]]:
+    from bench.real.process import run_lockstep
+    from bench.real.run import job
+
+    units = [
+        (m.revision.env, m.revision.tree, job(m.revision, preset, seed=seed, worker=first + k))
+        for k, m in enumerate(members)
+    ]
+    return run_lockstep(units, rng)
+
+
+def real_preparer(interpreter: str | None) -> Preparer:
+    def prepare_one(repo: Path, commit: Commit) -> Any:
+        from bench.real.run import prepare
+
+        (rev,) = prepare([f"{repo}@{commit.sha}"], interpreter)
+        return rev
+
+    return prepare_one
+
+
+@dataclass
+class Plan:
+    """What a history measures and how long it may take."""
+
+    repo: Path
+    selection: Selection
+    preset: RealPreset  # in lockstep, with --set applied
+    changed: dict[str, Any]
+    rounds: int = DEFAULT_ROUNDS
+    batch: int = DEFAULT_BATCH
+    budget_s: float | None = None
+    seed: int = 0
+    runner: Runner = lockstep_runner
+    preparer: Preparer = field(default_factory=lambda: real_preparer(None))
+
+
+def paired_ratio(cand: Sequence[float], anchor: Sequence[float]) -> float:
+    """The median of value-by-value ratios (value i of both covers the same iterations of the
+    same request stream)."""
+    n = min(len(cand), len(anchor))
+    if n == 0:
+        raise DataError("no values to pair")
+    return median([c / a for c, a in zip(cand[:n], anchor[:n], strict=True)])
+
+
+def _figures_us(out: dict[str, Any]) -> dict[str, float]:
+    return {k: v * 1e6 for k, v in figures(out.get("records") or []).items()}
+
+
+def round_entry(
+    out: dict[str, Any], anchor_out: dict[str, Any], preset: RealPreset, rid: int, cost_s: float
+) -> dict[str, Any]:
+    """One commit's figures in one round, beside the anchor's; `cost_s`: the round's wall time
+    over the commits it measured (the anchor's two processes included)."""
+    mine = values(out["records"], preset.iterations).get("iteration", [])
+    theirs = values(anchor_out["records"], preset.iterations).get("iteration", [])
+    own, anchor = _figures_us(out), _figures_us(anchor_out)
+    return {
+        "round": rid,
+        "ratio": paired_ratio(mine, theirs),
+        "us": own.get("iteration", math.nan),
+        "anchor_us": anchor.get("iteration", math.nan),
+        "phases_us": {k: v for k, v in own.items() if k != "iteration"},
+        "anchor_phases_us": {k: v for k, v in anchor.items() if k != "iteration"},
+        "cost_s": round(cost_s, 2),
+    }
+
+
+def _record(store: Store, commit: Commit, how: str) -> dict[str, Any]:
+    return store.load(commit.sha) or {
+        "commit": commit.sha,
+        "date": commit.date,
+        "subject": commit.subject,
+        "mode": how,
+        "rounds": [],
+    }
+
+
+def todo(plan: Plan, store: Store) -> list[Commit]:
+    """The selected commits that still lack rounds (a failed one is not tried again)."""
+    out = []
+    for c in plan.selection.commits:
+        rec = store.load(c.sha)
+        if rec and (rec.get("failed") or len(rec.get("rounds", [])) >= plan.rounds):
+            continue
+        out.append(c)
+    return out
+
+
+def _prepare(plan: Plan, store: Store, commits: Sequence[Commit]) -> list[Member]:
+    members = []
+    for c in commits:
+        t0 = wall_s()
+        try:
+            rev = plan.preparer(plan.repo, c)
+        except UsageError as exc:
+            rec = _record(store, c, "real")
+            rec["failed"] = f"cannot be run: {exc}"
+            store.save(rec)
+            progress(f"{c.short}: {exc} (left out)")
+            continue
+        rec = _record(store, c, "real")
+        rec["prepare_s"] = round(wall_s() - t0, 1)
+        rec["built_now"] = bool(getattr(rev, "built_now", False))
+        rec["environment"] = getattr(getattr(rev, "env", None), "key", None)
+        store.save(rec)
+        members.append(Member(c, rev))
+    return members
+
+
+def measure(plan: Plan, store: Store) -> dict[str, Any]:
+    """Measure what the store lacks; returns what happened ({'left': commits not measured
+    for want of budget, 'rounds': rounds run, 'wall_s': ...})."""
+    manifest = store.manifest()
+    rng = random.Random(plan.seed + int(manifest.get("next_round", 0)))
+    started = wall_s()
+    left = todo(plan, store)
+    anchor_rev = None
+    rounds_run = 0
+    per_process: float | None = None
+    batches = [left[i : i + plan.batch] for i in range(0, len(left), plan.batch)]
+    for b, batch in enumerate(batches, 1):
+        if anchor_rev is None:
+            try:
+                anchor_rev = plan.preparer(plan.repo, plan.selection.anchor)
+            except UsageError as exc:
+                raise UsageError(f"the anchor {plan.selection.anchor.short}: {exc}") from None
+        members = _prepare(plan, store, batch)
+        while members:
+            need = max(plan.rounds - store.rounds(m.commit.sha) for m in members)
+            if need <= 0:
+                break
+            group = [
+                Member(plan.selection.anchor, anchor_rev),
+                Member(plan.selection.anchor, anchor_rev, copy=True),
+                *members,
+            ]
+            if plan.budget_s is not None and per_process is not None:
+                spent = wall_s() - started
+                if spent + per_process * len(group) > plan.budget_s:
+                    progress(
+                        f"budget: {spent:.0f} of {plan.budget_s:.0f} s spent; the rest is "
+                        "left for a later call (run the same command again)"
+                    )
+                    return _summary(plan, store, started, rounds_run)
+            progress(
+                f"batch {b}/{len(batches)}, round {plan.rounds - need + 1}/{plan.rounds}: the "
+                f"anchor, its A/A copy and {len(members)} commit(s) in lockstep"
+            )
+            t0 = wall_s()
+            manifest = store.manifest()
+            rid = int(manifest.get("next_round", 0))
+            outs = plan.runner(group, plan.preset, plan.seed + rid, rid * 100, rng)
+            wall = wall_s() - t0
+            per_process = wall / len(group)
+            anchor_out, copy_out = outs[0], outs[1]
+            if not anchor_out.get("ok") or not copy_out.get("ok"):
+                bad = anchor_out if not anchor_out.get("ok") else copy_out
+                raise DataError(
+                    f"the anchor {plan.selection.anchor.short} failed: {bad.get('message')}"
+                )
+            manifest["next_round"] = rid + 1
+            anchor_rec = _record(store, plan.selection.anchor, "real")
+            anchor_rec["rounds"].append(round_entry(copy_out, anchor_out, plan.preset, rid, 0.0))
+            store.save(anchor_rec)
+            kept = []
+            for m, out in zip(members, outs[2:], strict=True):
+                rec = _record(store, m.commit, "real")
+                if not out.get("ok"):
+                    rec["failed"] = f"its driver failed: {out.get('message')}"
+                    progress(f"{m.commit.short}: {rec['failed']} (left out)")
+                elif len(rec["rounds"]) < plan.rounds:
+                    cost = wall / len(members)
+                    rec["rounds"].append(round_entry(out, anchor_out, plan.preset, rid, cost))
+                    if len(rec["rounds"]) < plan.rounds:
+                        kept.append(m)
+                store.save(rec)
+            store.save_manifest(manifest)
+            rounds_run += 1
+            members = kept
+    return _summary(plan, store, started, rounds_run)
+
+
+def _summary(plan: Plan, store: Store, started: float, rounds_run: int) -> dict[str, Any]:
+    return {
+        "left": [c.sha for c in todo(plan, store)],
+        "rounds_run": rounds_run,
+        "wall_s": round(wall_s() - started, 1),
+    }

@@ -1,0 +1,193 @@
+"""From a stored history to its curve and its steps.
+
+Each commit's point is the mean over its rounds of log(ratio to the anchor): the ratio of the
+same round's paired values (bench.history.measure), so the machine's slow drift cancels. Its
+variance is its rounds' spread over their number, floored by the noise identical code shows: the
+larger of the commits' pooled within-commit spread and the A/A copy's (the anchor measured
+against itself in every round). The A/A copy's mean is the systematic offset a step must exceed.
+The steps are bench.stats.steps's penalised fit over those points.
+
+For each step: its size in percent and µs per iteration with a 95% interval, its share of the
+preset's forward, and the phases of the iteration whose time moved (each phase's difference
+from the anchor, the later segment's commits against the earlier's, interval excluding zero).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.history.commits import Commit
+from bench.stats import mean_t_ci
+from bench.stats import steps as sd
+
+# Phases reported as having moved at a step: at most this many, the largest first.
+MAX_PHASES = 3
+
+
+@dataclass(frozen=True)
+class CommitPoint:
+    commit: Commit
+    rounds: int
+    ratio: float  # exp(mean log ratio)
+    var: float  # of the mean log ratio (floored)
+    us: float  # µs per iteration: the anchor's median times the ratio
+    failed: str | None = None
+
+    @property
+    def pct(self) -> float:
+        return (self.ratio - 1) * 100
+
+
+@dataclass(frozen=True)
+class PhaseMove:
+    phase: str
+    us: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class FoundStep:
+    commit: Commit
+    before: Commit  # the last commit of the earlier segment
+    step: sd.Step
+    us: float  # the size in µs per iteration (at the anchor's cost)
+    us_low: float
+    us_high: float
+    share_of_forward: float | None
+    phases: tuple[PhaseMove, ...] = ()
+
+
+@dataclass(frozen=True)
+class Curve:
+    points: tuple[CommitPoint, ...]  # measured, in commit order (the anchor first)
+    unmeasured: tuple[CommitPoint, ...]  # failed or not yet measured
+    anchor_us: float
+    noise_var: float  # per round, log space: the floor's source
+    aa_offset: float  # log space
+    resolution_pct: float  # smallest step a boundary mid-series could show (95%)
+    fit: sd.Fit | None
+    steps: tuple[FoundStep, ...] = field(default=())
+
+
+def _logs(rec: dict[str, Any]) -> list[float]:
+    return [math.log(r["ratio"]) for r in rec.get("rounds", []) if r.get("ratio", 0) > 0]
+
+
+def _var(xs: Sequence[float]) -> float:
+    if len(xs) < 2:
+        return math.nan
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def build(
+    order: Sequence[Commit],
+    records: dict[str, dict[str, Any]],
+    *,
+    forward_ms: float | None = None,
+) -> Curve:
+    """`order`: the anchor then the selected commits; `records`: commit sha -> stored record."""
+    anchor = order[0]
+    anchor_rec = records.get(anchor.sha) or {}
+    aa_logs = _logs(anchor_rec)
+    anchor_us = _median([r["anchor_us"] for r in anchor_rec.get("rounds", [])]) or math.nan
+    measured, missing, rows = [], [], []
+    for c in order:
+        rec = records.get(c.sha) or {}
+        logs = _logs(rec)
+        if not logs or rec.get("failed"):
+            missing.append(
+                CommitPoint(c, len(logs), math.nan, math.nan, math.nan, rec.get("failed"))
+            )
+            continue
+        rows.append((c, rec, logs))
+    within = [_var(logs) for _c, _r, logs in rows if len(logs) > 1]
+    pooled = sum(within) / len(within) if within else math.nan
+    aa_var = _var(aa_logs)
+    noise = max((v for v in (pooled, aa_var) if not math.isnan(v)), default=0.0)
+    aa_offset = sum(aa_logs) / len(aa_logs) if aa_logs else 0.0
+    points = []
+    for c, _rec, logs in rows:
+        mean = sum(logs) / len(logs)
+        own = _var(logs) if len(logs) > 1 else noise
+        var = max(own, noise) / len(logs)
+        ratio = math.exp(mean)
+        measured.append(CommitPoint(c, len(logs), ratio, var, anchor_us * ratio))
+        points.append(sd.Point(mean, var))
+    if len(points) < 3 or noise <= 0.0:  # too few commits, or no round to tell noise by
+        return Curve(tuple(measured), tuple(missing), anchor_us, noise, aa_offset, math.nan, None)
+    df = sum(len(logs) - 1 for _c, _r, logs in rows) + max(len(aa_logs) - 1, 0)
+    fit = sd.detect(points, offset=aa_offset, df=df)
+    res = math.expm1(sd.resolution(points)) * 100
+    recs = [r for _c, r, _l in rows]
+    found = tuple(_found(s, fit, measured, recs, anchor_us, forward_ms) for s in fit.steps)
+    return Curve(tuple(measured), tuple(missing), anchor_us, noise, aa_offset, res, fit, found)
+
+
+def _median(xs: Sequence[float]) -> float | None:
+    xs = sorted(x for x in xs if not math.isnan(x))
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _found(
+    step: sd.Step,
+    fit: sd.Fit,
+    points: Sequence[CommitPoint],
+    recs: Sequence[dict[str, Any]],
+    anchor_us: float,
+    forward_ms: float | None,
+) -> FoundStep:
+    us = math.expm1(step.size) * anchor_us
+    lo, hi = math.expm1(step.low) * anchor_us, math.expm1(step.high) * anchor_us
+    share = us / (forward_ms * 1e3) if forward_ms else None
+    return FoundStep(
+        points[step.index].commit,
+        points[step.index - 1].commit,
+        step,
+        us,
+        lo,
+        hi,
+        share,
+        _phases(fit, step, recs),
+    )
+
+
+def _phase_deltas(rec: dict[str, Any]) -> dict[str, float]:
+    """A commit's mean difference from the anchor per phase (µs per iteration)."""
+    sums: dict[str, list[float]] = {}
+    for r in rec.get("rounds", []):
+        for p, v in r.get("phases_us", {}).items():
+            a = r.get("anchor_phases_us", {}).get(p)
+            if a is not None and not p.startswith("decode_"):
+                sums.setdefault(p, []).append(v - a)
+    return {p: sum(v) / len(v) for p, v in sums.items()}
+
+
+def _phases(fit: sd.Fit, step: sd.Step, recs: Sequence[dict[str, Any]]) -> tuple[PhaseMove, ...]:
+    """Phases whose difference from the anchor moved between the two segments the step
+    separates (each commit's mean over its rounds; a t interval per segment)."""
+    later = next(s for s in fit.segments if s.start == step.index)
+    earlier = next(s for s in fit.segments if s.end == step.index)
+    before = [_phase_deltas(r) for r in recs[earlier.start : earlier.end]]
+    after = [_phase_deltas(r) for r in recs[later.start : later.end]]
+    moves = []
+    for phase in sorted({p for d in before + after for p in d}):
+        a = [d[phase] for d in before if phase in d]
+        b = [d[phase] for d in after if phase in d]
+        if len(a) < 2 or len(b) < 2:
+            continue
+        ma, lo_a, hi_a = mean_t_ci(a)
+        mb, lo_b, hi_b = mean_t_ci(b)
+        half = math.hypot((hi_a - lo_a) / 2, (hi_b - lo_b) / 2)
+        size = mb - ma
+        if abs(size) > half:
+            moves.append(PhaseMove(phase, size, size - half, size + half))
+    moves.sort(key=lambda m: -abs(m.us))
+    return tuple(moves[:MAX_PHASES])

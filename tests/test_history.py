@@ -1,0 +1,281 @@
+"""History and bisect (bench/history/, docs/HISTORY.md): the step detector against identical-code
+series and known steps, a history over a synthetic repository measured by a stand-in runner
+(its steps, its report, its resume after an interruption, its commit selection), and bisect's
+search. Real revisions are measured in the closing notes, not here: each takes minutes."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
+from bench.gate.judge import Judgement
+from bench.history import bisect as hb
+from bench.history import commits as hc
+from bench.history.measure import Member
+from bench.history.run import HistoryJob, execute
+from bench.real import presets as rp
+from bench.stats import steps as sd
+from tests.helpers import run_cli
+
+SCHED = "python/sglang/srt/managers/scheduler.py"
+DOCS = "docs/notes.md"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def make_repo(
+    path: Path, n: int, touching: Sequence[int] = (), other: dict[int, str] | None = None
+) -> list[str]:
+    """A repository of n + 1 commits (the first is the anchor); commit i touches the scheduler's
+    file when i is in `touching`, the file other[i] if given, a docs file otherwise. Their
+    shas, oldest first."""
+    path.mkdir(parents=True)
+    _git(path, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(n + 1):
+        rel = SCHED if i in touching or i == 0 else (other or {}).get(i, DOCS)
+        f = path / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"# revision {i}\n")
+        _git(path, "add", "-A")
+        _git(path, "commit", "-q", "-m", f"commit {i}")
+        shas.append(_git(path, "rev-parse", "HEAD"))
+    return shas
+
+
+class StandIn:
+    """A runner: each member's driver output, its iterations costing base x the commit's factor
+    x the round's machine factor (shared by all members: lockstep) x per-value noise."""
+
+    def __init__(self, factors: dict[str, float], *, noise: float = 0.01, seed: int = 0) -> None:
+        self.factors = factors
+        self.rng = random.Random(seed)
+        self.noise = noise
+        self.calls: list[list[str]] = []
+        self.fail_on_call: int | None = None
+
+    def __call__(
+        self, members: Sequence[Member], preset: Any, seed: int, first: int, rng: random.Random
+    ) -> list[dict[str, Any]]:
+        self.calls.append([m.commit.sha for m in members])
+        if self.fail_on_call is not None and len(self.calls) == self.fail_on_call:
+            raise KeyboardInterrupt
+        machine = self.rng.uniform(0.8, 1.2)
+        outs = []
+        for m in members:
+            proc = self.rng.gauss(1.0, self.noise)  # a process's own layout
+            factor = self.factors.get(m.commit.sha, 1.0) * machine * proc
+            recs = []
+            for _ in range(40):
+                ns = 3e6 * factor * self.rng.gauss(1.0, self.noise)
+                phases = {"schedule": int(ns * 0.4), "result": int(ns * 0.6)}
+                recs.append({"ns": int(ns), "mode": "EXTEND", "phases": phases})
+            outs.append({"ok": True, "records": recs})
+        return outs
+
+
+def _job(repo: Path, tmp: Path, runner: StandIn, **kw: Any) -> HistoryJob:
+    return HistoryJob(
+        repo, f"{_git(repo, 'rev-list', '--max-parents=0', 'HEAD')}..main",
+        [rp.get("prefill-chunked")], runner=runner, preparer=lambda _repo, c: c,
+        output_dir=tmp / "reports", **kw,
+    )  # fmt: skip
+
+
+# -- the detector -----------------------------------------------------------------------------
+
+
+def _aa_series(rng: random.Random, n: int, rounds: int, sd_round: float) -> list[sd.Point]:
+    """n commits of identical code: per round a log ratio with heavy-ish tails, the commits
+    then shuffled; each point as the history builds it (own spread floored by the pooled)."""
+    rows = []
+    for _ in range(n):
+        xs = [rng.gauss(0, sd_round) * (3 if rng.random() < 0.05 else 1) for _ in range(rounds)]
+        m = sum(xs) / rounds
+        rows.append((m, sum((x - m) ** 2 for x in xs) / (rounds - 1)))
+    rng.shuffle(rows)
+    pooled = sum(v for _m, v in rows) / n
+    return [sd.Point(m, max(v, pooled) / rounds) for m, v in rows]
+
+
+def test_shuffled_aa_series_show_no_step_in_at_least_95_percent() -> None:
+    rng = random.Random(7)
+    for n, rounds in ((5, 3), (22, 5), (60, 5)):
+        false = 0
+        for _ in range(300):
+            pts = _aa_series(rng, n, rounds, 0.02)
+            false += bool(sd.detect(pts, df=n * (rounds - 1)).steps)
+        assert false / 300 <= 0.05, (n, rounds, false)
+
+
+def test_a_step_is_found_at_its_commit_with_an_interval_holding_its_size() -> None:
+    rng = random.Random(3)
+    found = covered = 0
+    for _ in range(100):
+        pts = []
+        for i in range(22):
+            xs = [rng.gauss(0.06 if i >= 13 else 0.0, 0.02) for _ in range(5)]
+            m = sum(xs) / 5
+            pts.append(sd.Point(m, 0.02**2 / 5))
+        fit = sd.detect(pts)
+        at = [s for s in fit.steps if s.index == 13]
+        found += bool(at)
+        covered += bool(at) and at[0].low <= 0.06 <= at[0].high
+    assert found >= 95
+    assert covered >= 88
+
+
+def test_resolution_shrinks_with_more_commits() -> None:
+    few = [sd.Point(0.0, 1e-4)] * 4
+    many = [sd.Point(0.0, 1e-4)] * 40
+    assert sd.resolution(many) < sd.resolution(few) / 2
+
+
+# -- history over a synthetic repository ---------------------------------------------------------
+
+
+def test_history_marks_the_step_and_writes_its_report(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", 12, touching=(7,))
+    runner = StandIn({s: 1.05 for s in shas[7:]})
+    folder, status = execute(_job(tmp_path / "repo", tmp_path, runner, rounds=4, batch=5))
+    assert status == EXIT_OK
+    summary = (folder / "summary.md").read_text()
+    html = (folder / "report.html").read_text()
+    assert len(summary.strip().splitlines()) <= 15
+    assert shas[7][:10] in summary
+    assert "step" in summary
+    assert f"<title>prefill-chunked {shas[7][:10]}" in html  # the point's hover
+    assert "stroke-dasharray" in html  # the step marked
+    # every round holds the anchor and its copy; a batch never exceeds --batch commits
+    assert all(c[0] == c[1] == shas[0] and len(c) <= 7 for c in runner.calls)
+    rec = json.loads((folder / "prefill-chunked" / "commits" / f"{shas[7]}.json").read_text())
+    assert len(rec["rounds"]) == 4
+    assert all(0 < r["ratio"] for r in rec["rounds"])
+
+
+def test_a_range_without_a_change_reports_no_step(tmp_path: Path) -> None:
+    make_repo(tmp_path / "repo", 10)
+    folder, status = execute(_job(tmp_path / "repo", tmp_path, StandIn({}, seed=4), rounds=4))
+    assert status == EXIT_OK
+    assert "no step beyond the noise" in (folder / "summary.md").read_text()
+
+
+def test_an_interrupted_history_resumes_without_measuring_what_it_stored(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", 9, touching=(5,))
+    first = StandIn({s: 1.05 for s in shas[5:]})
+    first.fail_on_call = 4  # the fourth round is interrupted
+    folder, status = execute(_job(tmp_path / "repo", tmp_path, first, rounds=3, batch=3))
+    assert status == EXIT_FAILED
+    stored = {
+        s: len(json.loads(p.read_text())["rounds"])
+        for s in shas[1:]
+        if (p := folder / "prefill-chunked" / "commits" / f"{s}.json").is_file()
+    }
+    assert sum(stored.values()) == 9  # three rounds of three commits, then the interruption
+    second = StandIn({s: 1.05 for s in shas[5:]}, seed=1)
+    _folder, status = execute(_job(tmp_path / "repo", tmp_path, second, rounds=3, batch=3))
+    assert status == EXIT_OK
+    measured = [s for call in second.calls for s in call[2:]]
+    for sha in shas[1:]:
+        assert measured.count(sha) == 3 - stored.get(sha, 0)
+    # and a third call measures nothing
+    third = StandIn({})
+    execute(_job(tmp_path / "repo", tmp_path, third, rounds=3, batch=3))
+    assert third.calls == []
+
+
+def test_budget_stops_between_rounds_and_the_rest_is_left(tmp_path: Path) -> None:
+    make_repo(tmp_path / "repo", 6)
+    runner = StandIn({})
+    _f, status = execute(_job(tmp_path / "repo", tmp_path, runner, rounds=3, budget_s=0.0))
+    assert status == EXIT_FAILED
+    assert len(runner.calls) == 1
+
+
+def test_commit_selection_every_nth_and_hot_path(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("REQSTATE_CACHE", str(tmp_path / "cache"))
+    pool = "python/sglang/srt/mem_cache/memory_pool.py"
+    shas = make_repo(tmp_path / "repo", 8, touching=(2, 6), other={4: pool})
+    sel = hc.select(tmp_path / "repo", f"{shas[0]}..{shas[-1]}", every=3)
+    assert [c.sha for c in sel.commits] == [shas[3], shas[6], shas[8]]
+    hot = hc.select(tmp_path / "repo", f"{shas[0]}..{shas[-1]}", hot_path=True)
+    assert [c.sha for c in hot.commits] == [shas[2], shas[6]]
+    assert "bench/core/hotpath.py" in hot.how
+    # a measured map of the anchor decides instead of the typed table
+    from bench.core.hotpath import measured_path
+
+    path = measured_path(shas[0])
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"rows": [{"defined": "sglang/srt/mem_cache/memory_pool.py:9"}]}))
+    moved = hc.select(tmp_path / "repo", f"{shas[0]}..{shas[-1]}", hot_path=True)
+    assert [c.sha for c in moved.commits] == [shas[4]]
+    assert "measured" in moved.how
+    with pytest.raises(UsageError, match="expected a range"):
+        hc.select(tmp_path / "repo", shas[0])
+
+
+def test_history_and_bisect_refuse_bad_input_in_one_line(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", 3)
+    for args in (
+        ("history", str(tmp_path / "repo"), "nope..main"),
+        ("history", str(tmp_path / "repo"), f"{shas[-1]}..{shas[0]}"),
+        ("bisect", str(tmp_path / "repo"), shas[-1], shas[0]),
+        ("history", str(tmp_path / "repo"), f"{shas[0]}..main", "--set", "bogus=1"),
+    ):
+        proc = run_cli(*args)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1
+        assert "Traceback" not in proc.stderr
+
+
+# -- bisect -------------------------------------------------------------------------------------
+
+
+def _judgement(verdict: str, change: float) -> Judgement:
+    r = 1 + change / 100
+    return Judgement("real/scheduler", 1.0, r, r, r - 0.01, r + 0.01, 0.01, 5.0, 0.0, 5.0, verdict)
+
+
+@pytest.mark.parametrize(("direction", "change"), [("regression", 8.0), ("improvement", -8.0)])
+def test_bisect_lands_on_the_step_within_log2_gates(
+    tmp_path: Path, direction: str, change: float
+) -> None:
+    shas = make_repo(tmp_path / "repo", 21)
+    for k in (1, 9, 14, 21):
+        step = set(shas[k:])
+
+        def gate(good: hc.Commit, commit: hc.Commit, step: set[str] = step) -> list[Judgement]:
+            moved = commit.sha in step
+            return [_judgement(direction if moved else "pass", change if moved else 0.1)]
+
+        result = hb.search(tmp_path / "repo", shas[0], shas[-1], ["prefill-chunked"], gate)
+        assert result.first is not None
+        assert result.first.sha == shas[k]
+        assert result.direction == direction
+        assert len(result.chain) <= math.ceil(math.log2(21)) + 1
+
+
+def test_bisect_without_a_step_says_so_after_one_gate(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", 6)
+    job = hb.BisectJob(
+        tmp_path / "repo", shas[0], shas[-1], [rp.get("prefill-chunked")],
+        output_dir=tmp_path / "reports", gate=lambda g, c: [_judgement("pass", 0.3)],
+    )  # fmt: skip
+    folder, status = hb.execute(job)
+    text = (folder / "bisect.md").read_text()
+    assert status == EXIT_OK
+    assert "no step above the threshold" in text
+    assert json.loads((folder / "bisect.json").read_text())["first"] is None
