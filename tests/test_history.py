@@ -20,7 +20,7 @@ from bench.gate.judge import Judgement
 from bench.history import bisect as hb
 from bench.history import commits as hc
 from bench.history.measure import Member
-from bench.history.run import HistoryJob, execute
+from bench.history.run import HistoryJob, execute, real_line
 from bench.real import presets as rp
 from bench.stats import steps as sd
 from tests.helpers import run_cli
@@ -87,10 +87,10 @@ class StandIn:
         return outs
 
 
-def _job(repo: Path, tmp: Path, runner: StandIn, **kw: Any) -> HistoryJob:
+def _job(repo: Path, tmp: Path, runner: StandIn, counter: Any = None, **kw: Any) -> HistoryJob:
+    line = real_line(rp.get("prefill-chunked"), {}, runner, lambda _repo, c: c, counter)
     return HistoryJob(
-        repo, f"{_git(repo, 'rev-list', '--max-parents=0', 'HEAD')}..main",
-        [rp.get("prefill-chunked")], runner=runner, preparer=lambda _repo, c: c,
+        repo, f"{_git(repo, 'rev-list', '--max-parents=0', 'HEAD')}..main", [line],
         output_dir=tmp / "reports", **kw,
     )  # fmt: skip
 
@@ -150,17 +150,31 @@ def test_resolution_shrinks_with_more_commits() -> None:
 def test_history_marks_the_step_and_writes_its_report(tmp_path: Path) -> None:
     shas = make_repo(tmp_path / "repo", 12, touching=(7,))
     runner = StandIn({s: 1.05 for s in shas[7:]})
-    folder, status = execute(_job(tmp_path / "repo", tmp_path, runner, rounds=4, batch=5))
+    counted: list[str] = []
+
+    def counter(_repo: Path, c: hc.Commit, _preset: Any) -> dict[str, float]:
+        counted.append(c.sha)
+        return {"ReqToTokenPool.alloc (extend)": 2.0 if c.sha in shas[7:] else 1.0, "x (decode)": 1}
+
+    job = _job(tmp_path / "repo", tmp_path, runner, counter, rounds=4, batch=5)
+    folder, status = execute(job)
     assert status == EXIT_OK
     summary = (folder / "summary.md").read_text()
     html = (folder / "report.html").read_text()
     assert len(summary.strip().splitlines()) <= 15
     assert shas[7][:10] in summary
+    assert "1 step(s)" in summary  # and no other: batches are reshuffled every round
     assert "step" in summary
     assert f"<title>prefill-chunked {shas[7][:10]}" in html  # the point's hover
     assert "stroke-dasharray" in html  # the step marked
     # every round holds the anchor and its copy; a batch never exceeds --batch commits
     assert all(c[0] == c[1] == shas[0] and len(c) <= 7 for c in runner.calls)
+    # the calls per function at the step, counted once at the step and the commit before it
+    assert "ReqToTokenPool.alloc (extend): 1.00 → 2.00 calls per iteration" in summary
+    assert "x (decode)" not in summary
+    assert sorted(counted) == sorted([shas[6], shas[7]])
+    execute(job)
+    assert len(counted) == 2
     rec = json.loads((folder / "prefill-chunked" / "commits" / f"{shas[7]}.json").read_text())
     assert len(rec["rounds"]) == 4
     assert all(0 < r["ratio"] for r in rec["rounds"])
@@ -234,6 +248,7 @@ def test_history_and_bisect_refuse_bad_input_in_one_line(tmp_path: Path) -> None
         ("history", str(tmp_path / "repo"), f"{shas[-1]}..{shas[0]}"),
         ("bisect", str(tmp_path / "repo"), shas[-1], shas[0]),
         ("history", str(tmp_path / "repo"), f"{shas[0]}..main", "--set", "bogus=1"),
+        ("history", str(tmp_path / "repo"), f"{shas[0]}..main", "--no-real"),
     ):
         proc = run_cli(*args)
         assert proc.returncode == 2, proc.stderr
@@ -279,3 +294,32 @@ def test_bisect_without_a_step_says_so_after_one_gate(tmp_path: Path) -> None:
     assert status == EXIT_OK
     assert "no step above the threshold" in text
     assert json.loads((folder / "bisect.json").read_text())["first"] is None
+
+
+# -- the replay line (target mode) ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_replay_line_measures_each_commits_group_and_pairs_it_with_the_anchor(
+    tmp_path: Path,
+) -> None:
+    from tests import group_repo
+
+    commits = group_repo.build(tmp_path / "sglang", ("inline", "weak"))
+    proc = run_cli(
+        "history", str(tmp_path / "sglang"), f"{commits['inline']}..{commits['weak']}",
+        "--group", "lp_states", "--no-real", "--rounds", "2", "--output-dir", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (folder,) = (tmp_path / "out" / "history").iterdir()
+    line = folder / "replay-lp_states-decode-dspark"
+    recs = {
+        home: json.loads((line / "commits" / f"{sha}.json").read_text())
+        for home, sha in commits.items()
+    }
+    assert all(r["mode"] == "replay" and len(r["rounds"]) == 2 for r in recs.values())
+    # the anchor's point is its A/A twin; a WeakKeyDictionary home costs more than fields on Req
+    weak = [r["ratio"] for r in recs["weak"]["rounds"]]
+    aa = [r["ratio"] for r in recs["inline"]["rounds"]]
+    assert min(weak) > max(aa)
+    assert "replay-lp_states-decode-dspark" in (folder / "summary.md").read_text()

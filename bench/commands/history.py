@@ -36,6 +36,12 @@ _HISTORY: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
       "help": "commits per lockstep round beside the anchor and its copy (default 10; ~0.55 GB each)"}),
     (("--budget",), {"type": duration_s, "default": None, "metavar": "DURATION",
       "help": "stop measuring after about this long (e.g. 20m); a later call resumes"}),
+    (("--group",), {"metavar": "NAME",
+      "help": "also a line of target mode's replay of this state group (python -m bench target "
+              "groups PATH@REV lists them): for commits real mode cannot run, or with --no-real"}),
+    (("--replay-scenario",), {"default": "decode-dspark", "metavar": "SCENARIO",
+      "help": "the synthetic loop the --group replay runs in (default decode-dspark)"}),
+    (("--no-real",), {"action": "store_true", "help": "only the --group replay line"}),
 )  # fmt: skip
 
 _BISECT: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
@@ -65,15 +71,31 @@ def _presets(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
+    from bench.base.errors import UsageError
+    from bench.core.scenarios import get
     from bench.history import measure as hm
-    from bench.history.run import HistoryJob, execute, real_mapper
+    from bench.history.calls import real_counter
+    from bench.history.run import HistoryJob, execute, real_line, real_mapper, replay_line
 
     presets, changes = _presets(args)
     preparer = hm.real_preparer(args.real_python)
+    counter = real_counter(preparer)
+    lines = [
+        real_line(p, changes, hm.lockstep_runner, preparer, counter)
+        for p in ([] if args.no_real else presets)
+    ]
+    if args.group:
+        try:
+            get(args.replay_scenario)
+        except ValueError as exc:
+            raise UsageError(f"--replay-scenario: {exc}") from None
+        lines.append(replay_line(Path(args.path), args.group, args.replay_scenario))
+    elif args.no_real:
+        raise UsageError("--no-real leaves nothing to measure without --group NAME")
     job = HistoryJob(
-        Path(args.path), args.range, presets, changes, args.rounds, args.batch, args.every,
-        args.hot_path, args.budget, args.seed, Path(args.output_dir),
-        preparer=preparer, mapper=real_mapper(preparer, presets[0]),
+        Path(args.path), args.range, lines, args.rounds, args.batch, args.every, args.hot_path,
+        args.budget, args.seed, Path(args.output_dir), changes,
+        mapper=real_mapper(preparer, presets[0]) if not args.no_real else None,
     )  # fmt: skip
     _folder, status = execute(job)
     return status

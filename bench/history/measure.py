@@ -95,6 +95,7 @@ class Plan:
     seed: int = 0
     runner: Runner = lockstep_runner
     preparer: Preparer = field(default_factory=lambda: real_preparer(None))
+    mode: str = "real"  # what the commits' records say they were measured by
 
 
 def paired_ratio(cand: Sequence[float], anchor: Sequence[float]) -> float:
@@ -150,54 +151,66 @@ def todo(plan: Plan, store: Store) -> list[Commit]:
     return out
 
 
-def _prepare(plan: Plan, store: Store, commits: Sequence[Commit]) -> list[Member]:
-    members = []
-    for c in commits:
-        t0 = wall_s()
-        try:
-            rev = plan.preparer(plan.repo, c)
-        except UsageError as exc:
-            rec = _record(store, c, "real")
-            rec["failed"] = f"cannot be run: {exc}"
-            store.save(rec)
-            progress(f"{c.short}: {exc} (left out)")
-            continue
-        rec = _record(store, c, "real")
-        rec["prepare_s"] = round(wall_s() - t0, 1)
-        rec["built_now"] = bool(getattr(rev, "built_now", False))
-        rec["environment"] = getattr(getattr(rev, "env", None), "key", None)
+def _prepare(plan: Plan, store: Store, c: Commit) -> Member | None:
+    t0 = wall_s()
+    try:
+        rev = plan.preparer(plan.repo, c)
+    except UsageError as exc:
+        rec = _record(store, c, plan.mode)
+        rec["failed"] = f"cannot be run: {exc}"
         store.save(rec)
-        members.append(Member(c, rev))
-    return members
+        progress(f"{c.short}: {exc} (left out)")
+        return None
+    rec = _record(store, c, plan.mode)
+    rec["prepare_s"] = round(wall_s() - t0, 1)
+    rec["built_now"] = bool(getattr(rev, "built_now", False))
+    rec["environment"] = getattr(getattr(rev, "env", None), "key", None)
+    store.save(rec)
+    return Member(c, rev)
+
+
+def batches(commits: Sequence[Commit], size: int, rng: random.Random) -> list[list[Commit]]:
+    """The commits shuffled into batches of at most `size`, as even as can be. Shuffled again in
+    every pass: commits of one batch share its anchor processes, whose own noise moves all their
+    ratios together, so a fixed split would put a step of that noise at every batch boundary;
+    reassigned each round, it is noise spread over the curve, which each commit's round spread
+    measures."""
+    order = list(commits)
+    rng.shuffle(order)
+    n = max(1, math.ceil(len(order) / size))
+    per = math.ceil(len(order) / n) if order else 0
+    return [order[i : i + per] for i in range(0, len(order), per)] if per else []
 
 
 def measure(plan: Plan, store: Store) -> dict[str, Any]:
-    """Measure what the store lacks; returns what happened ({'left': commits not measured
-    for want of budget, 'rounds': rounds run, 'wall_s': ...})."""
+    """Measure what the store lacks, a pass at a time (every commit short of rounds gets one
+    round per pass, in freshly shuffled batches); returns what happened ({'left': commits not
+    measured for want of budget, 'rounds_run', 'wall_s'})."""
     manifest = store.manifest()
     rng = random.Random(plan.seed + int(manifest.get("next_round", 0)))
     started = wall_s()
-    left = todo(plan, store)
-    anchor_rev = None
+    anchor: Member | None = None
+    prepared: dict[str, Member | None] = {}
     rounds_run = 0
     per_process: float | None = None
-    batches = [left[i : i + plan.batch] for i in range(0, len(left), plan.batch)]
-    for b, batch in enumerate(batches, 1):
-        if anchor_rev is None:
+    while left := todo(plan, store):
+        if anchor is None:
             try:
-                anchor_rev = plan.preparer(plan.repo, plan.selection.anchor)
+                anchor = Member(
+                    plan.selection.anchor, plan.preparer(plan.repo, plan.selection.anchor)
+                )
             except UsageError as exc:
                 raise UsageError(f"the anchor {plan.selection.anchor.short}: {exc}") from None
-        members = _prepare(plan, store, batch)
-        while members:
-            need = max(plan.rounds - store.rounds(m.commit.sha) for m in members)
-            if need <= 0:
-                break
-            group = [
-                Member(plan.selection.anchor, anchor_rev),
-                Member(plan.selection.anchor, anchor_rev, copy=True),
-                *members,
-            ]
+        done = min(store.rounds(c.sha) for c in left)
+        chunks = batches(left, plan.batch, rng)
+        for b, chunk in enumerate(chunks, 1):
+            for c in chunk:
+                if c.sha not in prepared:
+                    prepared[c.sha] = _prepare(plan, store, c)
+            members = [m for c in chunk if (m := prepared[c.sha]) is not None]
+            if not members:
+                continue
+            group = [anchor, Member(anchor.commit, anchor.revision, copy=True), *members]
             if plan.budget_s is not None and per_process is not None:
                 spent = wall_s() - started
                 if spent + per_process * len(group) > plan.budget_s:
@@ -207,41 +220,42 @@ def measure(plan: Plan, store: Store) -> dict[str, Any]:
                     )
                     return _summary(plan, store, started, rounds_run)
             progress(
-                f"batch {b}/{len(batches)}, round {plan.rounds - need + 1}/{plan.rounds}: the "
-                f"anchor, its A/A copy and {len(members)} commit(s) in lockstep"
+                f"round {done + 1}/{plan.rounds}, batch {b}/{len(chunks)}: the anchor, its A/A "
+                f"copy and {len(members)} commit(s) in lockstep"
             )
-            t0 = wall_s()
-            manifest = store.manifest()
-            rid = int(manifest.get("next_round", 0))
-            outs = plan.runner(group, plan.preset, plan.seed + rid, rid * 100, rng)
-            wall = wall_s() - t0
-            per_process = wall / len(group)
-            anchor_out, copy_out = outs[0], outs[1]
-            if not anchor_out.get("ok") or not copy_out.get("ok"):
-                bad = anchor_out if not anchor_out.get("ok") else copy_out
-                raise DataError(
-                    f"the anchor {plan.selection.anchor.short} failed: {bad.get('message')}"
-                )
-            manifest["next_round"] = rid + 1
-            anchor_rec = _record(store, plan.selection.anchor, "real")
-            anchor_rec["rounds"].append(round_entry(copy_out, anchor_out, plan.preset, rid, 0.0))
-            store.save(anchor_rec)
-            kept = []
-            for m, out in zip(members, outs[2:], strict=True):
-                rec = _record(store, m.commit, "real")
-                if not out.get("ok"):
-                    rec["failed"] = f"its driver failed: {out.get('message')}"
-                    progress(f"{m.commit.short}: {rec['failed']} (left out)")
-                elif len(rec["rounds"]) < plan.rounds:
-                    cost = wall / len(members)
-                    rec["rounds"].append(round_entry(out, anchor_out, plan.preset, rid, cost))
-                    if len(rec["rounds"]) < plan.rounds:
-                        kept.append(m)
-                store.save(rec)
-            store.save_manifest(manifest)
+            per_process = _round(plan, store, group, members)
             rounds_run += 1
-            members = kept
     return _summary(plan, store, started, rounds_run)
+
+
+def _round(plan: Plan, store: Store, group: list[Member], members: list[Member]) -> float:
+    """One lockstep round, stored; the seconds it took per process."""
+    t0 = wall_s()
+    manifest = store.manifest()
+    rid = int(manifest.get("next_round", 0))
+    rng = random.Random(plan.seed * 1000 + rid)
+    outs = plan.runner(group, plan.preset, plan.seed + rid, rid * 100, rng)
+    wall = wall_s() - t0
+    anchor_out, copy_out = outs[0], outs[1]
+    if not anchor_out.get("ok") or not copy_out.get("ok"):
+        bad = anchor_out if not anchor_out.get("ok") else copy_out
+        raise DataError(f"the anchor {plan.selection.anchor.short} failed: {bad.get('message')}")
+    manifest["next_round"] = rid + 1
+    anchor_rec = _record(store, plan.selection.anchor, plan.mode)
+    anchor_rec["rounds"].append(round_entry(copy_out, anchor_out, plan.preset, rid, 0.0))
+    store.save(anchor_rec)
+    for m, out in zip(members, outs[2:], strict=True):
+        rec = _record(store, m.commit, plan.mode)
+        if not out.get("ok"):
+            rec["failed"] = f"its driver failed: {out.get('message')}"
+            progress(f"{m.commit.short}: {rec['failed']} (left out)")
+        elif len(rec["rounds"]) < plan.rounds:
+            rec["rounds"].append(
+                round_entry(out, anchor_out, plan.preset, rid, wall / len(members))
+            )
+        store.save(rec)
+    store.save_manifest(manifest)
+    return wall / len(group)
 
 
 def _summary(plan: Plan, store: Store, started: float, rounds_run: int) -> dict[str, Any]:

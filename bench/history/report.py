@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,10 @@ class HistoryView:
     curves: Mapping[str, Curve]
     forward_ms: Mapping[str, float]
     costs: Mapping[str, Any]  # seconds per commit, environments built
+    calls: Mapping[str, Mapping[str, list[str]]] = field(default_factory=dict)  # line -> sha
+
+    def calls_at(self, line: str, s: FoundStep) -> list[str]:
+        return list(self.calls.get(line, {}).get(s.commit.sha, []))
 
 
 def _pct(x: float) -> str:
@@ -78,6 +82,9 @@ def summary_markdown(view: HistoryView) -> str:
         lines.append(f"- {preset}: {len(curve.steps)} step(s); {_noise_text(curve)}")
         for s in curve.steps:
             lines.append(f"  - {esc_md(step_text(s))}")
+            calls = view.calls_at(preset, s)
+            if calls:
+                lines.append(f"    - calls moved: {esc_md('; '.join(calls[:2]))}")
     if len(lines) > budget:
         cut = len(lines) - budget + 1
         lines = [*lines[: budget - 1], f"- … {cut} more line(s) in report.html"]
@@ -106,6 +113,7 @@ def terminal(view: HistoryView) -> str:
             out.append(f"  {p.commit.short}  not measured: {p.failed or 'no rounds yet'}")
         for s in curve.steps:
             out.append(f"  STEP {step_text(s)}")
+            out += [f"    calls: {c}" for c in view.calls_at(preset, s)]
         if curve.fit is not None and not curve.steps:
             out.append("  no step beyond the noise")
     return "\n".join(out)
@@ -210,14 +218,15 @@ def report_html(view: HistoryView, order: Sequence[str]) -> str:
                 [tag("code", p.commit.short), p.commit.date[:10], p.commit.subject[:90],
                  num(str(p.rounds)), td(p.failed or "no rounds yet"), num("")]
             )  # fmt: skip
-        steps = [[tag("code", s.commit.short), step_text(s)] for s in curve.steps] or [
-            ["", "no step beyond the noise"]
-        ]
+        steps = [
+            [tag("code", s.commit.short), step_text(s), "; ".join(view.calls_at(preset, s))]
+            for s in curve.steps
+        ] or [["", "no step beyond the noise", ""]]
         parts.append(
             section(
                 f"preset-{preset}",
                 f"{preset}: {_noise_text(curve) if curve.fit else 'too few commits'}",
-                table(["commit", "step"], steps),
+                table(["commit", "step", "calls per iteration moved"], steps),
                 table(
                     ["commit", "date", "subject", "rounds", "change [95%]", "µs per iteration"],
                     rows,

@@ -1,5 +1,9 @@
-"""`python -m bench history PATH A..B`: measure what the history's folder lacks, find the
-steps, write the report (docs/HISTORY.md)."""
+"""`python -m bench history PATH A..B`: measure what the history's folder lacks, line by line,
+find the steps, write the report (docs/HISTORY.md).
+
+A line is one curve of the report: a real-mode preset (each commit's own scheduler), or target
+mode's replay of one state group in one scenario (`--group`, for commits real mode cannot run,
+or every commit with `--mode replay`). Each line has its own store, anchor rounds and noise."""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ import json
 import re
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.base.errors import EXIT_FAILED, EXIT_OK
+from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
+from bench.history import calls as hc_calls
 from bench.history import commits as hc
 from bench.history import measure as hm
 from bench.history import report as hr
@@ -25,12 +30,53 @@ from bench.real.presets import RealPreset
 Mapper = Callable[[Path, hc.Commit], None]
 
 
+@dataclass(frozen=True)
+class Line:
+    """One curve: its name, what a round measures, and how."""
+
+    name: str  # the preset's, or "replay-<group>-<scenario>"
+    mode: str  # "real" or "replay"
+    preset: RealPreset  # how values pair (iterations per value); in lockstep
+    forward_ms: float
+    runner: hm.Runner
+    preparer: hm.Preparer
+    identity: dict[str, Any] = field(default_factory=dict)
+    counter: hc_calls.Counter | None = None  # real mode: calls per function at each step
+    counting: RealPreset | None = None  # the preset the counting pass runs
+
+
+def real_line(
+    preset: RealPreset,
+    changed: dict[str, Any],
+    runner: hm.Runner,
+    preparer: hm.Preparer,
+    counter: hc_calls.Counter | None = None,
+) -> Line:
+    lock = preset.in_lockstep(changed)
+    ident = {"preset": preset.name, "changed": changed, "plan": lock.plan()}
+    return Line(
+        preset.name, "real", lock, preset.forward_ms, runner, preparer, ident, counter, preset
+    )
+
+
+def replay_line(repo: Path, group: str, scenario: str) -> Line:
+    from bench.core.scenarios import get
+    from bench.history.replay import ReplayRunner, replay_preparer
+    from bench.real import presets as rp
+
+    pairing = replace(rp.get("decode-b256"), iterations=1)  # one value per record
+    ident = {"group": group, "scenario": scenario, "quick": True}
+    return Line(
+        f"replay-{group}-{scenario}", "replay", pairing, get(scenario).forward_ms,
+        ReplayRunner(repo, group, scenario), replay_preparer, ident,
+    )  # fmt: skip
+
+
 @dataclass
 class HistoryJob:
     repo: Path
     range_text: str
-    presets: list[RealPreset]  # as given (in lockstep here)
-    changed: dict[str, Any] = field(default_factory=dict)
+    lines: list[Line]
     rounds: int = hm.DEFAULT_ROUNDS
     batch: int = hm.DEFAULT_BATCH
     every: int = 1
@@ -38,8 +84,7 @@ class HistoryJob:
     budget_s: float | None = None
     seed: int = 0
     output_dir: Path = Path("reports")
-    runner: hm.Runner = hm.lockstep_runner
-    preparer: hm.Preparer = field(default_factory=lambda: hm.real_preparer(None))
+    changed: dict[str, Any] = field(default_factory=dict)
     mapper: Mapper | None = None
 
 
@@ -62,22 +107,10 @@ def real_mapper(preparer: hm.Preparer, preset: RealPreset) -> Mapper:
         rev = preparer(repo, anchor)
         out = run_count(rev, preset)
         if out.get("ok"):
-            freqmap.store(
-                freqmap.build(out, revision=rev.source.label, preset=preset.name), rev.source
-            )
+            measured = freqmap.build(out, revision=rev.source.label, preset=preset.name)
+            freqmap.store(measured, rev.source)
 
     return count
-
-
-def _identity(job: HistoryJob, preset: RealPreset, anchor: str) -> dict[str, Any]:
-    return {
-        "repository": job.repo.resolve().name,
-        "anchor": anchor,
-        "preset": preset.name,
-        "changed": job.changed,
-        "protocol": PROTOCOL,
-        "plan": preset.plan(),
-    }
 
 
 def _costs(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -88,6 +121,50 @@ def _costs(records: list[dict[str, Any]]) -> dict[str, float]:
         "per_commit_s": sum(per) / len(per) if per else 0.0,
         "built_s": sum(built) / len(built) if built else 0.0,
     }
+
+
+def _measure(job: HistoryJob, sel: hc.Selection, where: Path) -> int:
+    status = EXIT_OK
+    for line in job.lines:
+        store = Store(where / line.name)
+        ident = {
+            "repository": job.repo.resolve().name,
+            "anchor": sel.anchor.sha,
+            "mode": line.mode,
+            "protocol": PROTOCOL,
+            **line.identity,
+        }
+        manifest = store.open(ident)
+        manifest["order"] = [c.sha for c in sel.all]
+        store.save_manifest(manifest)
+        plan = hm.Plan(
+            job.repo, sel, line.preset, job.changed, job.rounds, job.batch, job.budget_s,
+            job.seed, line.runner, line.preparer, mode=line.mode,
+        )  # fmt: skip
+        done = hm.measure(plan, store)
+        if done["left"]:
+            status = EXIT_FAILED
+            hm.progress(f"{line.name}: {len(done['left'])} commit(s) still to measure")
+    return status
+
+
+def _calls(job: HistoryJob, line: Line, store: Store, curve: series.Curve) -> dict[str, list[str]]:
+    """Calls per function moved at each step (counted once; kept in the manifest)."""
+    assert line.counter is not None
+    assert line.counting is not None
+    manifest = store.manifest()
+    kept = manifest.setdefault("calls", {})
+    hm.progress(f"{line.name}: counting calls per function at {len(curve.steps)} step(s) (untimed)")
+    try:
+        out = hc_calls.at_steps(
+            line.counter, job.repo, line.counting, [(s.commit, s.before) for s in curve.steps], kept
+        )
+    except UsageError as exc:  # DataError included: a counting pass failed
+        hm.progress(f"{line.name}: calls not counted ({exc})")
+        return {}
+    finally:
+        store.save_manifest(manifest)
+    return out
 
 
 def execute(job: HistoryJob) -> tuple[Path, int]:
@@ -101,40 +178,28 @@ def execute(job: HistoryJob) -> tuple[Path, int]:
         f"{job.range_text}: {len(sel.commits)} of {sel.in_range} commits ({sel.how}), anchor "
         f"{sel.anchor.short}; stored in {where}"
     )
-    status = EXIT_OK
 
     def terminated(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminated)
-    curves, forward = {}, {}
     try:
-        for preset in job.presets:
-            lock = preset.in_lockstep(job.changed)
-            store = Store(where / preset.name)
-            manifest = store.open(_identity(job, lock, sel.anchor.sha))
-            manifest["order"] = [c.sha for c in sel.all]
-            store.save_manifest(manifest)
-            plan = hm.Plan(
-                job.repo, sel, lock, job.changed, job.rounds, job.batch, job.budget_s,
-                job.seed, job.runner, job.preparer,
-            )  # fmt: skip
-            done = hm.measure(plan, store)
-            if done["left"]:
-                status = EXIT_FAILED
-                hm.progress(f"{preset.name}: {len(done['left'])} commit(s) still to measure")
+        status = _measure(job, sel, where)
     except KeyboardInterrupt:
         hm.progress("interrupted: every finished round is stored; run it again to resume")
         status = EXIT_FAILED
     finally:
         signal.signal(signal.SIGTERM, previous)
-    records_all: list[dict[str, Any]] = []
-    for preset in job.presets:
-        store = Store(where / preset.name)
+    curves, forward, records_all, moved = {}, {}, [], {}
+    for line in job.lines:
+        store = Store(where / line.name)
         records = {c.sha: r for c in sel.all if (r := store.load(c.sha)) is not None}
         records_all += [records[c.sha] for c in sel.commits if c.sha in records]
-        forward[preset.name] = preset.forward_ms
-        curves[preset.name] = series.build(sel.all, records, forward_ms=preset.forward_ms)
+        forward[line.name] = line.forward_ms
+        curve = series.build(sel.all, records, forward_ms=line.forward_ms)
+        curves[line.name] = curve
+        if status == EXIT_OK and curve.steps and line.counter and line.counting:
+            moved[line.name] = _calls(job, line, store, curve)
     view = hr.HistoryView(
         f"{job.repo.resolve().name} {sel.anchor.short}..{sel.commits[-1].short}",
         sel.how,
@@ -142,6 +207,7 @@ def execute(job: HistoryJob) -> tuple[Path, int]:
         curves,
         forward,
         _costs(records_all),
+        moved,
     )
     hr.write(where, view, [c.sha for c in sel.all])
     print(hr.terminal(view))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.history.commits import Commit
+from bench.real.driver.phases import PHASES
 from bench.stats import mean_t_ci
 from bench.stats import steps as sd
 
@@ -165,7 +166,7 @@ def _phase_deltas(rec: dict[str, Any]) -> dict[str, float]:
     for r in rec.get("rounds", []):
         for p, v in r.get("phases_us", {}).items():
             a = r.get("anchor_phases_us", {}).get(p)
-            if a is not None and not p.startswith("decode_"):
+            if a is not None and p in PHASES:
                 sums.setdefault(p, []).append(v - a)
     return {p: sum(v) / len(v) for p, v in sums.items()}
 
