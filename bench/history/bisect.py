@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +26,6 @@ from bench.base.errors import EXIT_OK, UsageError
 from bench.base.storage import write_atomic, write_json
 from bench.gate.judge import Judgement
 from bench.history import commits as hc
-from bench.history.measure import progress
 from bench.real.presets import RealPreset
 
 SCHEMA = "reqstate-bench-bisect/1"
@@ -94,6 +94,10 @@ def real_gate(job: BisectJob) -> GateFn:
         return judge(cfg, vals)
 
     return gate
+
+
+def progress(msg: str) -> None:
+    print(f"[bisect] {msg}", file=sys.stderr, flush=True)
 
 
 def _step(gate: GateFn, good: hc.Commit, commit: hc.Commit, presets: list[str]) -> GateStep:

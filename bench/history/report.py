@@ -126,7 +126,7 @@ def _half_pct(p: CommitPoint) -> float:
 def svg_plot(curves: Mapping[str, Curve], order: Sequence[str]) -> Html:
     """Change from the anchor per commit (percent), one line per preset; hover a point for its
     commit, a dashed line for a step."""
-    width, height, left, right, top, bottom = 900, 340, 60, 20, 20, 40
+    width, height, left, right, top, bottom = 900, 380, 60, 60, 20, 90
     index = {sha: i for i, sha in enumerate(order)}
     pts = [
         (index[p.commit.sha], p.pct, _half_pct(p))
@@ -152,8 +152,16 @@ def svg_plot(curves: Mapping[str, Curve], order: Sequence[str]) -> Html:
         'stroke="#999" stroke-width="1"/>',
         f'<text x="8" y="{y(hi):.1f}" font-size="11">{hi:+.1f}%</text>',
         f'<text x="8" y="{y(lo):.1f}" font-size="11">{lo:+.1f}%</text>',
-        f'<text x="{left}" y="{height - 8}" font-size="11">anchor {h(order[0][:10])}</text>',
+        f'<text x="8" y="{y(0) + 4:.1f}" font-size="11">0% (anchor)</text>',
     ]
+    every = max(1, math.ceil(len(order) / 40))  # a commit label each, up to 40 of them
+    for i, sha in enumerate(order):
+        if i % every == 0 or i == len(order) - 1:
+            lx, ly = x(i), height - bottom + 12
+            parts.append(
+                f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="9" font-family="monospace" '
+                f'transform="rotate(60 {lx:.1f} {ly:.1f})">{h(sha[:10])}</text>'
+            )
     for k, (preset, curve) in enumerate(curves.items()):
         color = COLORS[k % len(COLORS)]
         line = " ".join(
