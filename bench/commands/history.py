@@ -113,24 +113,21 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     return status
 
 
+_COMMANDS = (
+    ("history", "a branch's scheduler cost per commit, with the steps found (real mode)",
+     "Measure every commit of A..B (its own scheduler, in lockstep with A), find the steps, "
+     "write report.html and summary.md. Stored one commit at a time: running it again resumes, "
+     "a wider range adds commits.", _HISTORY, _cmd_history),
+    ("bisect", "the first commit of GOOD..BAD whose scheduler cost differs, by paired gates",
+     "About log2(N) real-mode gates against GOOD, at the gate's A/A-calibrated bound; ends on "
+     "the first commit whose gate shows the change GOOD..BAD shows, or says there is no step "
+     "above the threshold.", _BISECT, _cmd_bisect),
+)  # fmt: skip
+
+
 def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
-    hist = sub.add_parser(
-        "history",
-        help="a branch's scheduler cost per commit, with the steps found (real mode)",
-        description="Measure every commit of A..B (its own scheduler, in lockstep with A), "
-        "find the steps, write report.html and summary.md. Stored one commit at a time: "
-        "running it again resumes, a wider range adds commits.",
-    )
-    _add(hist, _HISTORY)
-    _add(hist, _SHARED)
-    hist.set_defaults(func=_cmd_history)
-    bis = sub.add_parser(
-        "bisect",
-        help="the first commit of GOOD..BAD whose scheduler cost differs, by paired gates",
-        description="About log2(N) real-mode gates against GOOD, at the gate's A/A-calibrated "
-        "bound; ends on the first commit whose gate shows the change GOOD..BAD shows, or says "
-        "there is no step above the threshold.",
-    )
-    _add(bis, _BISECT)
-    _add(bis, _SHARED)
-    bis.set_defaults(func=_cmd_bisect)
+    for name, help_text, description, options, func in _COMMANDS:
+        p = sub.add_parser(name, help=help_text, description=description)
+        _add(p, options)
+        _add(p, _SHARED)
+        p.set_defaults(func=func)

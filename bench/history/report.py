@@ -32,6 +32,7 @@ class HistoryView:
     forward_ms: Mapping[str, float]
     costs: Mapping[str, Any]  # seconds per commit, environments built
     calls: Mapping[str, Mapping[str, list[str]]] = field(default_factory=dict)  # line -> sha
+    modes: Mapping[str, str] = field(default_factory=dict)  # line -> real | replay
 
     def calls_at(self, line: str, s: FoundStep) -> list[str]:
         return list(self.calls.get(line, {}).get(s.commit.sha, []))
@@ -65,10 +66,15 @@ def _noise_text(curve: Curve) -> str:
 
 def summary_markdown(view: HistoryView) -> str:
     measured = max((len(c.points) - 1 for c in view.curves.values()), default=0)
+    what = []
+    if "real" in view.modes.values() or not view.modes:
+        what.append("each commit's own Scheduler on the CPU with a stand-in model")
+    if "replay" in view.modes.values():
+        what.append("replay lines: the state group's code at each commit in the harness's loop")
     lines = [
         f"**Scheduler cost per commit**, {esc_md(view.title)}: {measured} commits after the anchor "
         f"({esc_md(view.how)}), {view.rounds} rounds each, every round in lockstep with the "
-        "anchor and its A/A copy; each commit's own Scheduler on the CPU with a stand-in model.",
+        f"anchor and its A/A copy; {'; '.join(what)}.",
         "",
     ]
     budget = MAX_SUMMARY_LINES - len(lines) - 2

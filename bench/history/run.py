@@ -208,6 +208,7 @@ def execute(job: HistoryJob) -> tuple[Path, int]:
         forward,
         _costs(records_all),
         moved,
+        {line.name: line.mode for line in job.lines},
     )
     hr.write(where, view, [c.sha for c in sel.all])
     print(hr.terminal(view))
