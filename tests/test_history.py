@@ -289,7 +289,7 @@ def test_bisect_without_a_step_says_so_after_one_gate(tmp_path: Path) -> None:
         tmp_path / "repo", shas[0], shas[-1], [rp.get("prefill-chunked")],
         output_dir=tmp_path / "reports", gate=lambda g, c: [_judgement("pass", 0.3)],
     )  # fmt: skip
-    folder, status = hb.execute(job)
+    folder, status = hb.execute_bisect(job)
     text = (folder / "bisect.md").read_text()
     assert status == EXIT_OK
     assert "no step above the threshold" in text

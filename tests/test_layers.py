@@ -112,23 +112,30 @@ def test_every_folder_is_a_layer() -> None:
     assert top == ["__init__.py", "__main__.py", "instr_target.py", "worker.py"], top
 
 
-def _imports(path: Path) -> set[str]:
-    """Every bench / strategies module a file imports, at any depth of its code."""
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_init: bool) -> list[str]:
+    """The modules one import statement names (`from pkg import module` names the module)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".")[: len(module.split(".")) - node.level + is_init]
+        name = ".".join([*base, *(node.module.split(".") if node.module else [])])
+    else:
+        name = node.module or ""
+    return [f"{name}.{a.name}" if f"{name}.{a.name}" in MODULES else name for a in node.names]
+
+
+def _imports_of(module: str, source: str, is_init: bool = False) -> set[str]:
+    """Every bench / strategies module a module's source imports, at any depth of its code."""
     out: set[str] = set()
-    module = _module_name(path)
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = module.split(".")[: -node.level + (path.name == "__init__.py")]
-                name = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            else:
-                name = node.module or ""
-            for a in node.names:  # `from pkg import module` imports the module, not pkg's names
-                out.add(f"{name}.{a.name}" if f"{name}.{a.name}" in MODULES else name)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.update(_targets(node, module, is_init))
     known = set(MODULES) - {"bench"}  # the package itself: every `from bench import x`
     return {n for n in out if n in known and n != module}
+
+
+def _imports(path: Path) -> set[str]:
+    return _imports_of(_module_name(path), path.read_text(), path.name == "__init__.py")
 
 
 MODULES: dict[str, Path] = {
@@ -139,16 +146,129 @@ MODULES: dict[str, Path] = {
 }
 
 
+def _violations(module: str, imported: set[str]) -> list[str]:
+    """The imports the layer order or a suite's halves forbid."""
+    wrong = []
+    mine = _layer(module)
+    for target in sorted(imported):
+        if _layer(target) > mine:
+            wrong.append(f"{module} (layer {mine}) imports {target} (layer {_layer(target)})")
+        banned = FORBIDDEN.get(_kind(module) or "", ())
+        if any(_pattern(target) == b or target.startswith(b + ".") for b in banned):
+            wrong.append(f"{module} imports {target}, which a suite's {_kind(module)} must not")
+    return wrong
+
+
 def test_the_import_graph_follows_the_layers() -> None:
+    wrong = [w for module, path in MODULES.items() for w in _violations(module, _imports(path))]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_an_import_inside_a_function_that_reaches_up_is_caught() -> None:
+    """The check reads imports at every depth: one inside a function of the core that reaches
+    the report fails it, as a module-level one does."""
+    source = "def f():\n    if True:\n        from bench.report import load\n    return load\n"
+    assert _violations("bench.core.scenarios", _imports_of("bench.core.scenarios", source))
+    assert not _violations("bench.report.html", _imports_of("bench.report.html", source))
+
+
+# Imports inside functions. One of a bench module is lazy only for its import cost: the module it
+# imports reaches one of HEAVY at module level and the importer does not (a command that never
+# draws a figure or builds a tensor does not pay for matplotlib or torch). Every other package
+# imported inside a function is named here with the reason it must be.
+HEAVY = ("torch", "numpy", "matplotlib", "pyperf")
+LAZY_PACKAGES: dict[str, str] = {
+    "torch": "its import cost (about a second): paid where a tensor or a device is made, never "
+    "by readers of results, the core's descriptions or the command line",
+    "numpy": "its import cost: paid by the resampling statistics, not by every reader",
+    "matplotlib": "its import cost: paid where a figure is drawn",
+    "sglang": "the revision's own sglang: importable only in that revision's environment (real "
+    "mode's driver, the --request-model sglang path), while the harness imports these modules",
+    "zmq": "real mode's driver, in the revision's environment (sglang's dependency)",
+    "msgspec": "real mode's driver, in the revision's environment, after sglang's own import",
+    "tomllib": "the standard library's from Python 3.11, tomli before it",
+    "tomli": "the standard library's from Python 3.11, tomli before it",
+    "packaging": "real mode's environment planner only; the harness's readers never need it",
+}
+
+
+def _module_level(source: str) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when it is imported (inside top-level try and if blocks too,
+    TYPE_CHECKING blocks excepted)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                out.append(node)
+            elif isinstance(node, ast.Try):
+                walk(node.body)
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+                walk(node.body)
+                walk(node.orelse)
+
+    walk(ast.parse(source).body)
+    return out
+
+
+def _heavy_modules() -> set[str]:
+    """The bench / strategies modules whose import (at module level, transitively, packages
+    included) imports one of HEAVY."""
+    edges: dict[str, set[str]] = {}
+    heavy: set[str] = set()
+    for module, path in MODULES.items():
+        edges[module] = set()
+        for node in _module_level(path.read_text()):
+            for target in _targets(node, module, path.name == "__init__.py"):
+                if target.split(".")[0] in HEAVY:
+                    heavy.add(module)
+                parts = target.split(".")
+                edges[module] |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    while more := {m for m, es in edges.items() if m not in heavy and es & heavy}:
+        heavy |= more
+    return heavy
+
+
+def _function_imports(source: str) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    for fn in ast.walk(ast.parse(source)):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            found += [n for n in ast.walk(fn) if isinstance(n, ast.Import | ast.ImportFrom)]
+    return list({id(n): n for n in found}.values())
+
+
+def test_every_import_inside_a_function_has_a_reason() -> None:
+    heavy = _heavy_modules()
     wrong = []
     for module, path in MODULES.items():
-        mine = _layer(module)
-        for target in _imports(path):
-            if _layer(target) > mine:
-                wrong.append(f"{module} (layer {mine}) imports {target} (layer {_layer(target)})")
-            banned = FORBIDDEN.get(_kind(module) or "", ())
-            if any(_pattern(target) == b or target.startswith(b + ".") for b in banned):
-                wrong.append(f"{module} imports {target}, which a suite's {_kind(module)} must not")
+        for node in _function_imports(path.read_text()):
+            for target in _targets(node, module, path.name == "__init__.py"):
+                root = target.split(".")[0]
+                if root in ("bench", "strategies"):
+                    parts = target.split(".")
+                    chain = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+                    if module in heavy or not chain & heavy:
+                        wrong.append(
+                            f"{module}:{node.lineno} imports {target} inside a function "
+                            "with no import cost to defer: import it at module level"
+                        )
+                elif root not in LAZY_PACKAGES:
+                    wrong.append(
+                        f"{module}:{node.lineno} imports {root} inside a function: "
+                        "import it at module level, or name its reason in LAZY_PACKAGES"
+                    )
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    wrong = [
+        f"{module}:{node.lineno} imports {a.name} from {node.module}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.name.startswith("_") and not a.name.startswith("__")
+    ]
     assert not wrong, "\n".join(wrong)
 
 

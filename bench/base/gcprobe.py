@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import statistics
+import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.base.timing import now_ns
+from bench.base.timing import now_ns, time_loop_ns
 
 # enabled: CPython's default thresholds, as a spawned SGLang scheduler runs them (its
 # --gc-threshold is applied in the main process only: entrypoints/engine.py:1750-1751 at
@@ -247,10 +249,6 @@ FOOTPRINT_REPEATS = 5
 def footprint(make_one: Callable[[int], Any], n: int = FOOTPRINT_REQUESTS) -> Footprint:
     """make_one(i) builds request i; its attributes, blocks, tracked objects and bytes kept per
     request, and the construction time."""
-    import statistics
-    import sys
-
-    from bench.base.timing import time_loop_ns
 
     sample = make_one(0)
     attributes = len(vars(sample)) if hasattr(sample, "__dict__") else 0

@@ -6,8 +6,23 @@ import argparse
 from pathlib import Path
 
 from bench.base.errors import UsageError
+from bench.base.storage import ROOT
+from bench.commands.real import parse_set
 from bench.commands.target import add_min_replayed_option, add_trust_option
-from bench.config.cliargs import SubParsers, csv_list, positive_int
+from bench.config.cliargs import (
+    Adder,
+    Command,
+    Option,
+    SubParsers,
+    csv_list,
+    positive_int,
+    register_commands,
+)
+from bench.gate.config import load_gate_config
+from bench.gate.run import TargetSpec, run_gate
+from bench.real import presets as rp
+from bench.real.gate import RealGate, presets_for, run
+from bench.real.presets import with_changes
 from strategies import resolve
 
 
@@ -34,8 +49,6 @@ def _real_specs(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _cmd_real_gate(args: argparse.Namespace) -> int:
-    from bench.real import presets as rp
-    from bench.real.gate import RealGate, presets_for, run
 
     for attr in ("target", "strategy", "pattern", "lookup_op", "group", "trust_target_code"):
         if getattr(args, attr, None):
@@ -46,8 +59,6 @@ def _cmd_real_gate(args: argparse.Namespace) -> int:
         raise UsageError(
             "gate --real is wall clock only (a real scheduler under callgrind takes hours)"
         )
-    from bench.commands.real import parse_set
-    from bench.real.presets import with_changes
 
     base, head = _real_specs(args)
     names = [x for group in (args.real_preset or [list(rp.GATE_DEFAULT)]) for x in group]
@@ -73,9 +84,6 @@ def _cmd_real_gate(args: argparse.Namespace) -> int:
 def _cmd_gate(args: argparse.Namespace) -> int:
     if args.real is not None:
         return _cmd_real_gate(args)
-    from bench.base.storage import ROOT
-    from bench.gate.config import load_gate_config
-    from bench.gate.run import TargetSpec, run_gate
 
     overrides: dict[str, object] = {
         "strategies": args.strategy,
@@ -130,89 +138,57 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     )
 
 
-def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
-    p_gate = sub.add_parser(
-        "gate",
-        help="regression gate: the working tree against a baseline (exit 0 pass, 1 regression, 2 error)",
-    )
-    which = p_gate.add_mutually_exclusive_group()
+def _add_baseline(parser: argparse.ArgumentParser) -> None:
+    which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--base",
         metavar="GIT_REF",
         help="baseline tree (default: merge base with main, else HEAD~1); with --target, the "
         "base revision of PATH",
     )
-    which.add_argument(
-        "--baseline", metavar="GATE_JSON", help="a stored gate result as the baseline"
+    which.add_argument("--baseline", metavar="GATE_JSON", help="a stored gate result as the baseline")  # fmt: skip
+
+
+_GATE: tuple[Option | Adder, ...] = (
+    _add_baseline,
+    (("--target",), {"metavar": "PATH",
+      "help": "gate a user's SGLang tree: PATH at --base REV against --head REV (default: its "
+              "working tree), measured by this harness"}),
+    (("--real",), {"nargs": "?", "const": "", "metavar": "PATH",
+      "help": "gate two revisions' own SGLang schedulers on the CPU (docs/REAL.md): PATH's "
+              "--base REV against --head REV (default: its working tree), or --base/--head given "
+              "whole (PATH@REV, sglang==X.Y.Z)"}),
+    (("--real-preset",), {"action": "append", "type": csv_list, "metavar": "NAME[,NAME]",
+      "help": "with --real: the presets gated (default prefill-chunked,decode-b256)"}),
+    (("--head",), {"metavar": "REV", "help": "with --target or --real: the candidate revision"}),
+    (("--set",), {"action": "append", "metavar": "KEY=VALUE",
+      "help": "with --real: change a preset value in every gated preset (python -m bench real "
+              "presets --explain NAME)"}),
+    (("--real-python",), {"metavar": "PYTHON",
+      "help": "with --real: this interpreter instead of building the revisions' environments"}),
+    (("--group",), {"metavar": "NAME",
+      "help": "with --target: the state group to gate (default: what moved between the "
+              "revisions; pd_hidden: the PD hidden study)"}),
+    add_trust_option,
+    add_min_replayed_option,
+    (("--mode",), {"choices": ("wall", "instructions"), "default": "wall"}),
+    (("--strategy",), {"type": csv_list, "help": "gated strategies (default from pyproject)"}),
+    (("--pattern",), {"type": csv_list, "help": "gated access patterns"}),
+    (("--lookup-op",), {"type": csv_list, "help": "gated lookup ops, or 'none'"}),
+    (("--threshold",), {"type": float, "help": "percent; default from pyproject"}),
+    (("--threshold-us",), {"type": float, "metavar": "US",
+      "help": "wall clock, step benchmarks: fail above this many µs per scheduler iteration"}),
+    (("--threshold-share",), {"type": float, "metavar": "PCT",
+      "help": "wall clock, step benchmarks: fail above this percent of the scenario's forward"}),
+    (("--rounds",), {"type": positive_int, "help": "wall-clock rounds"}),
+    (("--json",), {"metavar": "PATH", "help": "write the JSON result here"}),
+    (("--markdown",), {"metavar": "PATH", "help": "write the markdown summary here"}),
+    (("--pyproject",), {"metavar": "PATH", "help": "read [tool.reqstate-bench.gate] from here"}),
+)  # fmt: skip
+
+
+def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    gate_help = (
+        "regression gate: the working tree against a baseline (exit 0 pass, 1 regression, 2 error)"
     )
-    p_gate.add_argument(
-        "--target",
-        metavar="PATH",
-        help="gate a user's SGLang tree: PATH at --base REV against --head REV (default: its "
-        "working tree), measured by this harness",
-    )
-    p_gate.add_argument(
-        "--real",
-        nargs="?",
-        const="",
-        metavar="PATH",
-        help="gate two revisions' own SGLang schedulers on the CPU (docs/REAL.md): PATH's "
-        "--base REV against --head REV (default: its working tree), or --base/--head given "
-        "whole (PATH@REV, sglang==X.Y.Z)",
-    )
-    p_gate.add_argument(
-        "--real-preset",
-        action="append",
-        type=csv_list,
-        metavar="NAME[,NAME]",
-        help="with --real: the presets gated (default prefill-chunked,decode-b256)",
-    )
-    p_gate.add_argument(
-        "--head", metavar="REV", help="with --target or --real: the candidate revision"
-    )
-    p_gate.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="with --real: change a preset value in every gated preset (python -m bench real "
-        "presets --explain NAME)",
-    )
-    p_gate.add_argument(
-        "--real-python",
-        metavar="PYTHON",
-        help="with --real: this interpreter instead of building the revisions' environments",
-    )
-    p_gate.add_argument(
-        "--group",
-        metavar="NAME",
-        help="with --target: the state group to gate (default: what moved between the "
-        "revisions; pd_hidden: the PD hidden study)",
-    )
-    add_trust_option(p_gate)
-    add_min_replayed_option(p_gate)
-    p_gate.add_argument("--mode", choices=("wall", "instructions"), default="wall")
-    p_gate.add_argument(
-        "--strategy", type=csv_list, help="gated strategies (default from pyproject)"
-    )
-    p_gate.add_argument("--pattern", type=csv_list, help="gated access patterns")
-    p_gate.add_argument("--lookup-op", type=csv_list, help="gated lookup ops, or 'none'")
-    p_gate.add_argument("--threshold", type=float, help="percent; default from pyproject")
-    p_gate.add_argument(
-        "--threshold-us",
-        type=float,
-        metavar="US",
-        help="wall clock, step benchmarks: fail above this many µs per scheduler iteration",
-    )
-    p_gate.add_argument(
-        "--threshold-share",
-        type=float,
-        metavar="PCT",
-        help="wall clock, step benchmarks: fail above this percent of the scenario's forward",
-    )
-    p_gate.add_argument("--rounds", type=positive_int, help="wall-clock rounds")
-    p_gate.add_argument("--json", metavar="PATH", help="write the JSON result here")
-    p_gate.add_argument("--markdown", metavar="PATH", help="write the markdown summary here")
-    p_gate.add_argument(
-        "--pyproject", metavar="PATH", help="read [tool.reqstate-bench.gate] from here"
-    )
-    p_gate.set_defaults(func=_cmd_gate)
+    register_commands(sub, (Command("gate", gate_help, _GATE, _cmd_gate),))

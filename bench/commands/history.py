@@ -7,12 +7,28 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.config.cliargs import SubParsers, csv_list, duration_s, positive_int
+from bench.base.errors import UsageError
+from bench.commands.real import parse_set
+from bench.config.cliargs import (
+    Command,
+    Option,
+    SubParsers,
+    csv_list,
+    duration_s,
+    positive_int,
+    register_commands,
+)
+from bench.core.scenarios import get
+from bench.history import measure as hm
+from bench.history.bisect import BisectJob, execute_bisect
+from bench.history.calls import real_counter
+from bench.history.run import HistoryJob, execute, real_line, real_mapper, replay_line
+from bench.real.run import selected
 
 HISTORY_PRESETS = ("prefill-chunked",)
 
 # Options both commands take: (flags, argparse keywords).
-_SHARED: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+_SHARED: tuple[Option, ...] = (
     (("--real-preset",), {"action": "append", "type": csv_list, "metavar": "NAME[,NAME]",
       "help": "real-mode presets (default prefill-chunked; list: python -m bench real presets)"}),
     (("--set",), {"action": "append", "metavar": "KEY=VALUE",
@@ -23,7 +39,7 @@ _SHARED: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--output-dir",), {"default": "reports", "help": "where the folder goes (default reports)"}),
 )  # fmt: skip
 
-_HISTORY: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+_HISTORY: tuple[Option, ...] = (
     (("path",), {"metavar": "PATH", "help": "an SGLang git repository (a bare one works)"}),
     (("range",), {"metavar": "A..B", "help": "the first-parent commits after A up to B; A is the anchor"}),
     (("--every",), {"type": positive_int, "default": 1, "metavar": "N",
@@ -44,7 +60,7 @@ _HISTORY: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--no-real",), {"action": "store_true", "help": "only the --group replay line"}),
 )  # fmt: skip
 
-_BISECT: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+_BISECT: tuple[Option, ...] = (
     (("path",), {"metavar": "PATH", "help": "an SGLang git repository (a bare one works)"}),
     (("good",), {"metavar": "GOOD", "help": "the revision before the change"}),
     (("bad",), {"metavar": "BAD", "help": "a first-parent descendant of GOOD that differs from it"}),
@@ -54,16 +70,7 @@ _BISECT: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
 )  # fmt: skip
 
 
-def _add(
-    p: argparse.ArgumentParser, options: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
-) -> None:
-    for flags, kw in options:
-        p.add_argument(*flags, **kw)
-
-
 def _presets(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
-    from bench.commands.real import parse_set
-    from bench.real.run import selected
 
     names = [x for group in (args.real_preset or [list(HISTORY_PRESETS)]) for x in group]
     changes = parse_set(args.set)
@@ -71,11 +78,6 @@ def _presets(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
-    from bench.base.errors import UsageError
-    from bench.core.scenarios import get
-    from bench.history import measure as hm
-    from bench.history.calls import real_counter
-    from bench.history.run import HistoryJob, execute, real_line, real_mapper, replay_line
 
     presets, changes = _presets(args)
     preparer = hm.real_preparer(args.real_python)
@@ -102,32 +104,28 @@ def _cmd_history(args: argparse.Namespace) -> int:
 
 
 def _cmd_bisect(args: argparse.Namespace) -> int:
-    from bench.history.bisect import BisectJob, execute
-
     presets, changes = _presets(args)
     job = BisectJob(
         Path(args.path), args.good, args.bad, presets, changes, args.rounds, args.threshold,
         args.seed, args.real_python, Path(args.output_dir),
     )  # fmt: skip
-    _folder, status = execute(job)
+    _folder, status = execute_bisect(job)
     return status
 
 
 _COMMANDS = (
-    ("history", "a branch's scheduler cost per commit, with the steps found (real mode)",
-     "Measure every commit of A..B (its own scheduler, in lockstep with A), find the steps, "
-     "write report.html and summary.md. Stored one commit at a time: running it again resumes, "
-     "a wider range adds commits.", _HISTORY, _cmd_history),
-    ("bisect", "the first commit of GOOD..BAD whose scheduler cost differs, by paired gates",
-     "About log2(N) real-mode gates against GOOD, at the gate's A/A-calibrated bound; ends on "
-     "the first commit whose gate shows the change GOOD..BAD shows, or says there is no step "
-     "above the threshold.", _BISECT, _cmd_bisect),
+    Command("history", "a branch's scheduler cost per commit, with the steps found (real mode)",
+            (*_HISTORY, *_SHARED), _cmd_history,
+            "Measure every commit of A..B (its own scheduler, in lockstep with A), find the steps, "
+            "write report.html and summary.md. Stored one commit at a time: running it again "
+            "resumes, a wider range adds commits."),
+    Command("bisect", "the first commit of GOOD..BAD whose scheduler cost differs, by paired gates",
+            (*_BISECT, *_SHARED), _cmd_bisect,
+            "About log2(N) real-mode gates against GOOD, at the gate's A/A-calibrated bound; ends "
+            "on the first commit whose gate shows the change GOOD..BAD shows, or says there is no "
+            "step above the threshold."),
 )  # fmt: skip
 
 
 def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
-    for name, help_text, description, options, func in _COMMANDS:
-        p = sub.add_parser(name, help=help_text, description=description)
-        _add(p, options)
-        _add(p, _SHARED)
-        p.set_defaults(func=func)
+    register_commands(sub, _COMMANDS)

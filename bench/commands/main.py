@@ -9,18 +9,18 @@ import sys
 from collections.abc import Sequence
 
 from bench.base.errors import EXIT_USAGE, UsageError, one_line
+from bench.commands import gate as gate_cli
+from bench.commands import history as history_cli
+from bench.commands import real as real_cli
+from bench.commands import report as report_cli
+from bench.commands import run as run_cli
+from bench.commands import target as target_cli
+from bench.commands import workload as core_cli
+from bench.commands.profile import register as register_profile
 from bench.config.cliargs import Parser, SubParsers
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench.commands import gate as gate_cli
-    from bench.commands import history as history_cli
-    from bench.commands import real as real_cli
-    from bench.commands import report as report_cli
-    from bench.commands import run as run_cli
-    from bench.commands import target as target_cli
-    from bench.commands import workload as core_cli
-    from bench.commands.profile import register as register_profile
 
     parser = Parser(
         prog="python -m bench",

@@ -9,7 +9,23 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.errors import EXIT_OK, UsageError
+from bench.base.storage import write_json
+from bench.base.timing import wall_s
+from bench.config.budget import BUDGET_DEFAULT
 from bench.config.cliargs import SubParsers, csv_list
+from bench.real import freqmap, presets, source, venv
+from bench.real import presets as rp
+from bench.real.presets import SETTABLE
+from bench.real.run import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_PRECISION_PCT,
+    RealRun,
+    command_line,
+    execute,
+    prepare,
+    run_count,
+    selected,
+)
 
 
 def _progress(msg: str) -> None:
@@ -17,8 +33,6 @@ def _progress(msg: str) -> None:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from bench.base.timing import wall_s
-    from bench.real import source, venv
 
     for spec in args.source:
         src = source.parse(spec)
@@ -35,7 +49,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:
-    from bench.real import presets
 
     if args.explain:
         try:
@@ -58,9 +71,6 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 
 
 def _cmd_hotpath(args: argparse.Namespace) -> int:
-    from bench.base.storage import write_json
-    from bench.real import freqmap
-    from bench.real.run import prepare, run_count
 
     (rev,) = prepare([args.source], args.real_python)
     preset = _presets([args.preset] if args.preset else ["decode-b256"], {})[0]
@@ -82,14 +92,12 @@ def _cmd_hotpath(args: argparse.Namespace) -> int:
 
 
 def _presets(names: list[str], changes: dict[str, Any]) -> list[Any]:
-    from bench.real.run import selected
 
     return selected(names, changes)
 
 
 def parse_set(items: list[str] | None) -> dict[str, Any]:
     """--set KEY=VALUE for real presets (bench.real.presets.SETTABLE)."""
-    from bench.real.presets import SETTABLE
 
     out: dict[str, Any] = {}
     for item in items or []:
@@ -125,14 +133,6 @@ _NOT_REAL = (
 
 def run_real(args: argparse.Namespace) -> int:
     """`run --real SRC[,SRC]`."""
-    from bench.real import presets as rp
-    from bench.real.run import (
-        DEFAULT_BUDGET_S,
-        DEFAULT_PRECISION_PCT,
-        RealRun,
-        command_line,
-        execute,
-    )
 
     for attr in _NOT_REAL:
         if getattr(args, attr, None):
@@ -143,7 +143,6 @@ def run_real(args: argparse.Namespace) -> int:
     names = [x for group in (args.real_preset or [list(rp.DEFAULT)]) for x in group]
     changes = parse_set(args.set)
     budget = getattr(args, "budget", None)
-    from bench.config.budget import BUDGET_DEFAULT
 
     cfg = RealRun(
         specs=specs,

@@ -7,10 +7,13 @@ from pathlib import Path
 
 from bench.base.errors import UsageError
 from bench.config.cliargs import SubParsers
+from bench.real import report as real_report
+from bench.real.folder import is_real_run
+from bench.report import write_compare, write_report
+from bench.runformat.schema import MANIFEST
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from bench.report import write_compare, write_report
 
     if args.compare:
         base, head = (Path(p) for p in args.compare)
@@ -25,11 +28,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         if not args.run:
             raise UsageError("report: give a run folder, or --compare BASE_RUN HEAD_RUN")
-        from bench.real.folder import is_real_run
-
         if is_real_run(Path(args.run)):  # a run --real folder (docs/REAL.md)
-            from bench.real import report as real_report
-
             run_dir = Path(args.run)
             real_report.write(run_dir)
             paths = [run_dir / real_report.REPORT, run_dir / real_report.SUMMARY]
@@ -41,18 +40,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from bench.real.folder import is_real_run
     from bench.report.console import terminal
     from bench.report.load import load_run
-    from bench.runformat.schema import MANIFEST
 
     run = Path(args.run)
     if not (run / MANIFEST).is_file():
         raise UsageError(f"{run}: not a run folder (no {MANIFEST})")
     if is_real_run(run):
-        from bench.real.report import terminal as real_terminal
-
-        print(real_terminal(run, verbose=args.verbose))
+        print(real_report.terminal(run, verbose=args.verbose))
         return 0
     print(terminal(load_run(run), verbose=args.verbose))
     return 0

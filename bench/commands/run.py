@@ -13,15 +13,33 @@ from typing import Any
 
 from bench import suites
 from bench.base.errors import EXIT_FAILED, UsageError
-from bench.base.storage import DEFAULT_REPORTS_DIR
+from bench.base.storage import DEFAULT_REPORTS_DIR, latest_run_dir, read_json, write_json
+from bench.commands.real import add_run_options, run_real
+from bench.commands.selftest_aa import SELFTEST_FILE, config_for, count_flags, lines
 from bench.commands.target import add_min_replayed_option, add_trust_option, check_trust
 from bench.config.budget import add_budget_options, budget_changes
-from bench.config.cliargs import SubParsers, csv_list, positive_int
+from bench.config.cliargs import (
+    Adder,
+    Command,
+    Option,
+    SubParsers,
+    csv_list,
+    positive_int,
+    register_commands,
+)
 from bench.config.runconfig import RunConfig
 from bench.core import scenarios
 from bench.orchestration import sequence
+from bench.orchestration.selfcheck import SELFCHECK_FILE, selfcheck
 from bench.runformat.schema import MANIFEST, Manifest
 from bench.target.placement import MIN_REPLAYED
+from bench.target.select import (
+    list_targets,
+    looks_like_target,
+    materialize_targets,
+    split_targets,
+    target_name,
+)
 from strategies import is_strategy_file, load_external, resolve
 
 
@@ -44,7 +62,6 @@ def _split_strategies(
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from bench.target.select import list_targets, split_targets
 
     names, external = _split_strategies(args.strategy, args.external)
     specs = split_targets(args.target)
@@ -74,7 +91,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
-    from bench.target.select import looks_like_target, split_targets, target_name
 
     config = suites.default_config()
     if args.quick:
@@ -183,7 +199,6 @@ def _add_suite_flags(parser: argparse.ArgumentParser) -> None:
 def _read_config_file(path: Path) -> dict[str, Any]:
     """A --config file: a JSON object of configuration keys (the flat keys of
     bench/config/runconfig.py and of every suite's options), read once."""
-    from bench.base.storage import read_json
 
     raw = read_json(path)
     if not isinstance(raw, dict):
@@ -203,7 +218,6 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
     """A fresh run folder with its manifest. Revisions (--target) are written into it as
     strategy files (run/targets/, bench/target/select.py), measured as external strategies and
     described in the manifest."""
-    from bench.target.select import split_targets
 
     specs = split_targets(getattr(args, "target", None))
     check_trust(args, specs)
@@ -212,8 +226,6 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
     run_dir = sequence.new_run_folder(Path(args.output_dir))
     targets: dict[str, dict[str, Any]] = {}
     if specs:
-        from bench.target.select import materialize_targets
-
         made = materialize_targets(
             specs,
             run_dir / "targets",
@@ -243,8 +255,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from bench.report.load import load_run
 
     if args.real:
-        from bench.commands.real import run_real
-
         if args.trust_target_code:
             raise UsageError(
                 "run --real runs the revisions' own schedulers in processes of their own: "
@@ -278,8 +288,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_selfcheck(args: argparse.Namespace) -> int:
-    from bench.base.storage import latest_run_dir
-    from bench.orchestration.selfcheck import SELFCHECK_FILE, selfcheck
     from bench.report.load import load_run
 
     if args.run:
@@ -306,10 +314,6 @@ def _cmd_selfcheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_selftest_aa(args: argparse.Namespace) -> int:
-    from bench.base.storage import write_json
-    from bench.commands.selftest_aa import SELFTEST_FILE, config_for, count_flags, lines
-    from strategies import load_external
-
     config = suites.default_config()
     config = config.quick() if args.quick else config
     config = replace(config, **budget_changes(args))
@@ -330,175 +334,106 @@ def _cmd_selftest_aa(args: argparse.Namespace) -> int:
     return 0 if finished.status == "complete" else EXIT_FAILED
 
 
-def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
-    p_list = sub.add_parser("list", help="list the strategies")
-    p_list.add_argument(
-        "--external",
-        action="append",
-        default=[],
-        metavar="MODULE_OR_FILE",
-        help="also load a strategy from a dotted module path or a .py file (repeatable)",
-    )
-    p_list.add_argument(
-        "--strategy",
-        action="append",
-        type=csv_list,
-        metavar="NAME_OR_FILE",
-        help="list only these (names, or strategy .py files loaded like --external)",
-    )
-    p_list.add_argument(
-        "--target",
-        action="append",
-        type=csv_list,
-        metavar="PATH@REV[,PATH@REV]",
-        help="also list revisions of an SGLang tree, each as the strategy it is measured as",
-    )
-    p_list.add_argument("--group", metavar="NAME", help="with --target: the state group")
-    add_trust_option(p_list)
-    p_list.set_defaults(func=_cmd_list)
-
-    p_run = sub.add_parser("run", help="measure: run suites and write a run folder")
-    p_run.add_argument(
-        "--suite", action="append", type=csv_list, help="lookup,step,gc,scaling (default: all)"
-    )
-    p_run.add_argument(
-        "--strategy",
-        action="append",
-        type=csv_list,
-        metavar="NAME_OR_FILE",
-        help="strategies to measure (default: all); a path/to/mine.py is loaded like --external",
-    )
-    p_run.add_argument(
-        "--external",
-        action="append",
-        default=[],
-        metavar="MODULE_OR_FILE",
-        help="also measure a strategy from a module path or .py file",
-    )
-    p_run.add_argument(
-        "--target",
-        action="append",
-        type=csv_list,
-        metavar="PATH@REV[,PATH@REV]",
-        help="measure revisions of an SGLang tree (PATH alone: its working tree), each with its "
-        "own Req, state code and call sites, beside control (add built-ins with --strategy); "
-        "the first is the baseline unless --baseline PATH@REV",
-    )
-    p_run.add_argument(
-        "--group",
-        metavar="NAME",
-        help="with --target: the state group to measure (python -m bench target groups lists "
-        "them; pd_hidden: the PD hidden study); default: what moved between the two revisions",
-    )
-    add_trust_option(p_run)
-    add_min_replayed_option(p_run)
-    p_run.add_argument(
-        "--quick", action="store_true", help="the small CI-sized set (about a minute here)"
-    )
-    p_run.add_argument(
-        "--config",
-        metavar="JSON",
-        help="configuration overrides (keys of bench/config/runconfig.py)",
-    )
-    p_run.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
-    p_run.add_argument(
-        "--scenario",
-        action="append",
-        type=csv_list,
-        metavar="NAME[,NAME]",
-        help=f"scheduler scenarios (default: {','.join(scenarios.DEFAULT_SET)}; list: python -m bench scenarios)",
-    )
-    p_run.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a scenario parameter in every selected scenario (repeatable; recorded)",
-    )
-    p_run.add_argument(
-        "--sweep",
-        metavar="KEY=V1,V2,...",
-        help="measure every scenario at each value of one parameter (e.g. decode_batch=64,256,1024,4096)",
-    )
-    p_run.add_argument("--pattern", type=csv_list, help="access patterns: per_field,cached")
-    p_run.add_argument(
-        "--request-model",
-        metavar="NAME",
-        help="request model table (default: the fork head the PR targets; list: python -m bench workload models)",
-    )
-    p_run.add_argument(
-        "--request-class",
-        choices=("model", "sglang"),
-        help="model: generated from the request model (default); sglang: the installed sglang's Req",
-    )
-    for moved in _MOVED_OPTIONS:  # refused with a hint (see _refuse_moved_options)
+def _add_moved_options(parser: argparse.ArgumentParser) -> None:
+    """Options that moved to a suite's flags: accepted, then refused with a hint
+    (_refuse_moved_options)."""
+    for moved in _MOVED_OPTIONS:
         flag = "--" + moved.replace("_", "-")
         if moved == "streaming":
-            p_run.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+            parser.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
         else:
-            p_run.add_argument(flag, help=argparse.SUPPRESS)
-    p_run.add_argument(
-        "--baseline",
-        help="strategy ratios are taken against (default pr652), or a --target PATH@REV",
-    )
-    p_run.add_argument("--seed", type=int)
-    p_run.add_argument("--workers", type=positive_int, help="worker processes per suite")
-    p_run.add_argument("--values", type=positive_int, help="measured values per worker")
-    _add_suite_flags(p_run)
-    p_run.add_argument(
-        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go"
-    )
-    add_budget_options(p_run)
-    p_run.add_argument("--resume", metavar="RUN", help="finish an interrupted run folder")
-    from bench.commands.real import add_run_options
+            parser.add_argument(flag, help=argparse.SUPPRESS)
 
-    add_run_options(p_run)
-    p_run.add_argument("--no-report", action="store_true", help="skip writing the report")
-    p_run.add_argument(
-        "--verbose",
-        action="store_true",
-        help="print every suite's full table and the selfcheck's, not the summary",
-    )
-    p_run.add_argument(
-        "--no-aa",
-        action="store_true",
-        help="do not measure the baseline's A/A twin (<baseline>.aa), which sets each family's noise floor",
-    )
-    p_run.set_defaults(func=_cmd_run)
 
-    p_aa = sub.add_parser(
-        "selftest-aa",
-        help="run the suites with two A/A twins of the baseline and count the rows each verdict rule flags",
-    )
-    p_aa.add_argument("--quick", action="store_true", help="the quick set (about a minute)")
-    p_aa.add_argument(
-        "--copy",
-        action="append",
-        metavar="FILE",
-        help="also measure this strategy file, a verbatim copy of the baseline under another NAME",
-    )
-    p_aa.add_argument("--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders go")
-    add_budget_options(p_aa)
-    p_aa.set_defaults(func=_cmd_selftest_aa)
+_OUTPUT_DIR: Option = (
+    ("--output-dir",),
+    {"default": str(DEFAULT_REPORTS_DIR), "help": "where run folders go"},
+)
+_EXTERNAL_HELP = "also load a strategy from a dotted module path or a .py file (repeatable)"
+_TARGET_LIST_HELP = "also list revisions of an SGLang tree, each as the strategy it is measured as"
 
-    p_check = sub.add_parser(
-        "selfcheck",
-        help="warm get_hit of weakkey, declared, dynattr with plain timeit, against a run's figures",
-    )
-    p_check.add_argument(
-        "run", nargs="?", help="run folder (default: the newest under --output-dir)"
-    )
-    p_check.add_argument(
-        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where run folders are"
-    )
-    p_check.add_argument(
-        "--live",
-        type=positive_int,
-        help="live requests (default: the run's smallest lookup size, else 1000)",
-    )
-    p_check.add_argument(
-        "--request-model", metavar="NAME", help="request model (default: the run's)"
-    )
-    p_check.add_argument(
-        "--no-write", action="store_true", help="do not write selfcheck.json into the run"
-    )
-    p_check.set_defaults(func=_cmd_selfcheck)
+_LIST: tuple[Option | Adder, ...] = (
+    (("--external",), {"action": "append", "default": [], "metavar": "MODULE_OR_FILE", "help": _EXTERNAL_HELP}),
+    (("--strategy",), {"action": "append", "type": csv_list, "metavar": "NAME_OR_FILE",
+      "help": "list only these (names, or strategy .py files loaded like --external)"}),
+    (("--target",), {"action": "append", "type": csv_list, "metavar": "PATH@REV[,PATH@REV]",
+      "help": _TARGET_LIST_HELP}),
+    (("--group",), {"metavar": "NAME", "help": "with --target: the state group"}),
+    add_trust_option,
+)  # fmt: skip
+
+_RUN: tuple[Option | Adder, ...] = (
+    (("--suite",), {"action": "append", "type": csv_list, "help": "lookup,step,gc,scaling (default: all)"}),
+    (("--strategy",), {"action": "append", "type": csv_list, "metavar": "NAME_OR_FILE",
+      "help": "strategies to measure (default: all); a path/to/mine.py is loaded like --external"}),
+    (("--external",), {"action": "append", "default": [], "metavar": "MODULE_OR_FILE",
+      "help": "also measure a strategy from a module path or .py file"}),
+    (("--target",), {"action": "append", "type": csv_list, "metavar": "PATH@REV[,PATH@REV]",
+      "help": "measure revisions of an SGLang tree (PATH alone: its working tree), each with its "
+              "own Req, state code and call sites, beside control (add built-ins with --strategy); "
+              "the first is the baseline unless --baseline PATH@REV"}),
+    (("--group",), {"metavar": "NAME",
+      "help": "with --target: the state group to measure (python -m bench target groups lists "
+              "them; pd_hidden: the PD hidden study); default: what moved between the two revisions"}),
+    add_trust_option,
+    add_min_replayed_option,
+    (("--quick",), {"action": "store_true", "help": "the small CI-sized set (about a minute here)"}),
+    (("--config",), {"metavar": "JSON", "help": "configuration overrides (keys of bench/config/runconfig.py)"}),
+    (("--device",), {"default": "auto", "help": "auto (cuda when available), cpu or cuda"}),
+    (("--scenario",), {"action": "append", "type": csv_list, "metavar": "NAME[,NAME]",
+      "help": f"scheduler scenarios (default: {','.join(scenarios.DEFAULT_SET)}; list: python -m bench scenarios)"}),
+    (("--set",), {"action": "append", "metavar": "KEY=VALUE",
+      "help": "override a scenario parameter in every selected scenario (repeatable; recorded)"}),
+    (("--sweep",), {"metavar": "KEY=V1,V2,...",
+      "help": "measure every scenario at each value of one parameter (e.g. decode_batch=64,256,1024,4096)"}),
+    (("--pattern",), {"type": csv_list, "help": "access patterns: per_field,cached"}),
+    (("--request-model",), {"metavar": "NAME",
+      "help": "request model table (default: the fork head the PR targets; list: python -m bench workload models)"}),
+    (("--request-class",), {"choices": ("model", "sglang"),
+      "help": "model: generated from the request model (default); sglang: the installed sglang's Req"}),
+    _add_moved_options,
+    (("--baseline",), {"help": "strategy ratios are taken against (default pr652), or a --target PATH@REV"}),
+    (("--seed",), {"type": int}),
+    (("--workers",), {"type": positive_int, "help": "worker processes per suite"}),
+    (("--values",), {"type": positive_int, "help": "measured values per worker"}),
+    _add_suite_flags,
+    _OUTPUT_DIR,
+    add_budget_options,
+    (("--resume",), {"metavar": "RUN", "help": "finish an interrupted run folder"}),
+    add_run_options,
+    (("--no-report",), {"action": "store_true", "help": "skip writing the report"}),
+    (("--verbose",), {"action": "store_true",
+      "help": "print every suite's full table and the selfcheck's, not the summary"}),
+    (("--no-aa",), {"action": "store_true",
+      "help": "do not measure the baseline's A/A twin (<baseline>.aa), which sets each family's noise floor"}),
+)  # fmt: skip
+
+_SELFTEST_AA: tuple[Option | Adder, ...] = (
+    (("--quick",), {"action": "store_true", "help": "the quick set (about a minute)"}),
+    (("--copy",), {"action": "append", "metavar": "FILE",
+      "help": "also measure this strategy file, a verbatim copy of the baseline under another NAME"}),
+    _OUTPUT_DIR,
+    add_budget_options,
+)  # fmt: skip
+
+_SELFCHECK: tuple[Option | Adder, ...] = (
+    (("run",), {"nargs": "?", "help": "run folder (default: the newest under --output-dir)"}),
+    (("--output-dir",), {"default": str(DEFAULT_REPORTS_DIR), "help": "where run folders are"}),
+    (("--live",), {"type": positive_int,
+      "help": "live requests (default: the run's smallest lookup size, else 1000)"}),
+    (("--request-model",), {"metavar": "NAME", "help": "request model (default: the run's)"}),
+    (("--no-write",), {"action": "store_true", "help": "do not write selfcheck.json into the run"}),
+)  # fmt: skip
+
+_COMMANDS = (
+    Command("list", "list the strategies", _LIST, _cmd_list),
+    Command("run", "measure: run suites and write a run folder", _RUN, _cmd_run),
+    Command("selftest-aa", "run the suites with two A/A twins of the baseline and count the rows "
+            "each verdict rule flags", _SELFTEST_AA, _cmd_selftest_aa),
+    Command("selfcheck", "warm get_hit of weakkey, declared, dynattr with plain timeit, against a "
+            "run's figures", _SELFCHECK, _cmd_selfcheck),
+)  # fmt: skip
+
+
+def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
+    register_commands(sub, _COMMANDS)

@@ -11,15 +11,21 @@ import argparse
 import json
 from typing import Any
 
+from bench.base.errors import UsageError
 from bench.base.storage import DEFAULT_REPORTS_DIR
 from bench.config.budget import add_budget_options
 from bench.config.cliargs import csv_list, fraction
+from bench.core.hotpath import markdown
+from bench.target.advise import advise
+from bench.target.groups import describe as describe_groups
+from bench.target.groups import read_groups
+from bench.target.inspection import describe, inspect_tree
 from bench.target.placement import MIN_REPLAYED
+from bench.target.report import diff_report
 from bench.target.tree import SourceTree
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from bench.target.inspection import describe, inspect_tree
 
     ins = inspect_tree(SourceTree.open(args.spec))
     if args.json:
@@ -30,8 +36,6 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_groups(args: argparse.Namespace) -> int:
-    from bench.target.groups import describe, read_groups
-
     rev = read_groups(SourceTree.open(args.spec))
     if args.json:
         out = {
@@ -42,12 +46,11 @@ def _cmd_groups(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=1, sort_keys=True))
     else:
-        print(describe(rev))
+        print(describe_groups(rev))
     return 0
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from bench.target.report import diff_report
 
     base = f"{args.path}@{args.base}"
     head = args.path if args.head is None else f"{args.path}@{args.head}"
@@ -57,14 +60,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _cmd_hotpath(_args: argparse.Namespace) -> int:
-    from bench.core.hotpath import markdown
 
     print(markdown(), end="")
     return 0
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from bench.target.advise import advise
 
     return advise(args)
 
@@ -190,7 +191,6 @@ def add_trust_option(parser: argparse.ArgumentParser) -> None:
 
 def check_trust(args: argparse.Namespace, specs: Any) -> None:
     """--trust-target-code only where revisions are materialized (one line, exit 2)."""
-    from bench.base.errors import UsageError
 
     if getattr(args, "trust_target_code", False) and not specs:
         raise UsageError("--trust-target-code is for --target: it is the one thing it changes")

@@ -36,8 +36,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.base.names import BenchName
 from bench.base.storage import ROOT, write_json
 from bench.orchestration.runner import FIXED_HASH_SEED_ENV
+from bench.report.load import load_run
+from bench.stats.cases import NET_STATISTIC
+from bench.stats.derive import paired_difference
 
 READS = "step"  # the suite the study runs and reads
 HEAP_SHIFT_ENV = "REQSTATE_HEAP_SHIFT"  # bench/worker.py reads it
@@ -71,10 +75,6 @@ def _run(arm: str, processes: int, scenario: str, out: Path, shift: int | None) 
 
 def _per_process_us(run_dir: Path) -> dict[str, list[float]]:
     """Per regime: pr652's net cost per iteration (µs), the median of each worker's rounds."""
-    from bench.base.names import BenchName
-    from bench.report.load import load_run
-    from bench.stats.cases import NET_STATISTIC
-    from bench.stats.derive import paired_difference
 
     run = load_run(run_dir)
     data = run.suite(READS)

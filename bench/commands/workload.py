@@ -7,12 +7,14 @@ import argparse
 from pathlib import Path
 
 from bench.base.errors import UsageError
+from bench.base.storage import write_json
+from bench.commands import scenario_docs
 from bench.config.cliargs import Parser, SubParsers, model_name
-from bench.core import scenarios
+from bench.core import reqcompare, reqmodel, scenarios
+from bench.core.sglang_req import SglangMissing
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
-    from bench.commands import scenario_docs
 
     try:
         if args.markdown:
@@ -27,8 +29,6 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare_real(args: argparse.Namespace) -> int:
-    from bench.core import reqcompare, reqmodel
-    from bench.core.sglang_req import SglangMissing
 
     if reqmodel.load(args.model) is None:
         raise UsageError(
@@ -43,7 +43,6 @@ def _cmd_compare_real(args: argparse.Namespace) -> int:
 
 
 def _cmd_workload(args: argparse.Namespace) -> int:
-    from bench.core import reqmodel
 
     if args.workload_command == "compare-real":
         return _cmd_compare_real(args)
@@ -73,7 +72,6 @@ def _cmd_workload(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(reqmodel.describe(model))
     out = Path(args.output) if args.output else reqmodel.user_dir() / f"{args.name}.json"
-    from bench.base.storage import write_json
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

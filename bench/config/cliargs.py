@@ -49,7 +49,6 @@ def duration_s(text: str) -> float | None:
     raw = text.strip().lower()
     if raw in ("off", "none"):
         return None
-    import re
 
     parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", raw)
     if not raw or parts is None:
@@ -101,3 +100,38 @@ class SuiteFlag:
     def dest(self, suite: str) -> str:
         """The argparse destination: unique per suite and field."""
         return f"suite_{suite}_{self.field}"
+
+
+# A command's parser as data: each option is (flags, argparse keywords), or a function that adds
+# a shared group of options (a suite's flags, the budget's) to the parser.
+Option = tuple[tuple[str, ...], dict[str, Any]]
+Adder = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, its one-line help, its options, the function it runs."""
+
+    name: str
+    help: str
+    options: tuple[Option | Adder, ...]
+    func: Callable[[argparse.Namespace], int]
+    description: str | None = None
+
+
+def add_options(parser: argparse.ArgumentParser, options: tuple[Option | Adder, ...]) -> None:
+    for option in options:
+        if callable(option):
+            option(parser)
+        else:
+            flags, keywords = option
+            parser.add_argument(*flags, **keywords)
+
+
+def register_commands(
+    sub: SubParsers[argparse.ArgumentParser], commands: tuple[Command, ...]
+) -> None:
+    for command in commands:
+        parser = sub.add_parser(command.name, help=command.help, description=command.description)
+        add_options(parser, command.options)
+        parser.set_defaults(func=command.func)

@@ -19,11 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.core import scenarios
+from bench.base.timing import resolve_device
+from bench.core import reqmodel, scenarios
+from bench.core.callsites import PATTERNS
 from bench.core.reqmodel import DEFAULT_MODEL
 from bench.core.scenarios import DEFAULT_SET as DEFAULT_SCENARIOS
 from bench.core.scenarios import Scenario
+from bench.core.sglang_req import SglangMissing, import_sglang
 from bench.core.workload import RequestSource
+from strategies import resolve_run
 
 if TYPE_CHECKING:
     import torch
@@ -263,8 +267,6 @@ class RunConfig:
     def subjects(self) -> tuple[torch.device, list[Strategy]]:
         """The device and the strategies this run measures (the baseline's A/A twins
         included): the runner records them and every worker resolves them the same way."""
-        from bench.base.timing import resolve_device
-        from strategies import resolve_run
 
         strategies = resolve_run(
             self.strategies, external=self.external, baseline=self.baseline, twins=self.aa_twins
@@ -301,8 +303,6 @@ class RunConfig:
         if not self.scenarios:
             raise ValueError("no scenario selected; see python -m bench scenarios")
         self.cases()  # unknown scenarios, overrides and sweeps, and impossible combinations
-        from bench.core import reqmodel
-        from bench.core.callsites import PATTERNS
 
         if not isinstance(self.aa_twins, int) or not 0 <= self.aa_twins <= 3:
             raise ValueError(f"aa_twins must be 0 to 3, got {self.aa_twins}")
@@ -311,8 +311,6 @@ class RunConfig:
                 f"unknown request class {self.request_class!r}; choose model or sglang"
             )
         if self.request_class == "sglang":
-            from bench.core.sglang_req import SglangMissing, import_sglang
-
             try:
                 import_sglang()
             except SglangMissing as exc:

@@ -14,11 +14,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.core.groupsites import FREQUENCIES
 from bench.core.hostpool import HostPool, host_hidden
 from bench.core.scenarios import Scenario
 from bench.core.scheduler import make_scheduler, warmup_steps
 from bench.core.workload import RequestSource
-from strategies import Strategy
+from strategies import Strategy, load_builtin
 
 
 @dataclass
@@ -120,8 +121,6 @@ _EVENTS = ("batch", "new", "finished", "chunks", "inflight")
 def event_means(scenario: Scenario, *, seed: int, steps: int) -> dict[str, float]:
     """Requests per iteration in each event list a group program iterates over (batch, new,
     finished, chunks, inflight), means over `steps` untimed iterations after the warm-up."""
-    from bench.core.groupsites import FREQUENCIES
-    from strategies import load_builtin
 
     layout = tuple((f, True) for f in FREQUENCIES)
     counts = count_ops(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.core.sglang_req import make_sglang_request_class
+from bench.core.sglang_req import make_sglang_request_class, sglang_version
 from bench.core.workload import make_request_class
 from strategies import Strategy, resolve
 
@@ -137,7 +137,6 @@ def _shape(sample: Any) -> tuple[int, int, int]:
 
 def compare(model: str, strategy_names: Sequence[str] | None = None) -> Comparison:
     """Raises bench.core.sglang_req.SglangMissing (one line) where sglang cannot be imported."""
-    from bench.core.sglang_req import sglang_version
 
     real_cls = make_sglang_request_class(None)
     model_cls = make_request_class(None, model=model)

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Protocol
 
+from bench.core.holders import Holder, holders_of
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "request_models"
 # The model the PR targets: the fork's head (bytedance-iaas/sglang c96e68b62b).
 DEFAULT_MODEL = "fork-c96e68b62b"
@@ -107,7 +109,6 @@ class RequestModel:
     def tracked(self) -> int:
         """Attribute values the cyclic GC tracks at construction, on this interpreter (arrays
         are GC-tracked on some CPython versions and not on others)."""
-        from bench.core.holders import holders_of
 
         kinds = TRACKED_KINDS | ({"array", "ids"} if gc.is_tracked(array("q")) else set())
         sampling = holders_of(self).get("SamplingParams")
@@ -140,7 +141,6 @@ class RequestModel:
 
 
 def _holders(raw: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    from bench.core.holders import Holder
 
     return tuple((str(c), Holder.from_json(h)) for c, h in raw.items())
 

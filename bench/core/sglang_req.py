@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from importlib import metadata
 from typing import Any
 
 from strategies import Strategy
@@ -41,7 +42,6 @@ def import_sglang() -> tuple[type, type]:
 
 def sglang_version() -> str | None:
     """The installed sglang's version (its distribution metadata), or None."""
-    from importlib import metadata
 
     try:
         return metadata.version("sglang")

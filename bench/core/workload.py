@@ -24,6 +24,7 @@ from typing import Any
 
 from bench.core import holders, reqmodel
 from bench.core.reqmodel import DEFAULT_MODEL, SYNTHETIC, RequestModel
+from bench.core.sglang_req import make_sglang_request_class, sglang_version
 from strategies import Strategy
 from strategies._contract import FIELD_DEFAULTS
 
@@ -370,8 +371,6 @@ class RequestSource:
             # a revision of a user's tree: its own Req, whatever the run's default
             return make_request_class(strategy, model=strategy.request_model)
         if self.real:
-            from bench.core.sglang_req import make_sglang_request_class
-
             return make_sglang_request_class(strategy)
         return make_request_class(strategy, model=self.model)
 
@@ -381,7 +380,6 @@ class RequestSource:
         Req with its version."""
         if not self.real:
             return self.model
-        from bench.core.sglang_req import sglang_version
 
         return f"sglang {sglang_version() or '(version unknown)'} Req (installed)"
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.base.storage import ROOT
-from bench.gate.instructions import Side, _callgrind, _command, markers_work
+from bench.gate.instructions import Side, benchmark_command, markers_work, run_callgrind
 
 # The functions gate.md lists per benchmark.
 TOP_FUNCTIONS = 8
@@ -184,7 +184,7 @@ def per_iteration(
     for n in (iterations,) if marks else (0, iterations):
         with tempfile.TemporaryDirectory(prefix="reqstate-cgf-") as tmp:
             out = Path(tmp) / "callgrind.out"
-            cmd = _command(
+            cmd = benchmark_command(
                 side,
                 benchmark,
                 n,
@@ -196,7 +196,7 @@ def per_iteration(
                 perf_map=python is not None,
                 marks=marks,
             )
-            runs.append(parse(_callgrind(cmd, side.tree, benchmark, out, marks=marks), renames))
+            runs.append(parse(run_callgrind(cmd, side.tree, benchmark, out, marks=marks), renames))
     zero, full = ({}, runs[0]) if marks else (runs[0], runs[1])
     keys = set(zero) | set(full)
     return {k: (full.get(k, 0.0) - zero.get(k, 0.0)) / iterations for k in keys}

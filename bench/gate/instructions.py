@@ -100,7 +100,7 @@ def markers_work(python: str = sys.executable) -> bool:
         return Path(f"{out}.2").is_file()
 
 
-def _command(
+def benchmark_command(
     side: Side,
     benchmark: str,
     iterations: int,
@@ -141,7 +141,7 @@ def _command(
     ]
 
 
-def _callgrind(cmd: list[str], tree: Path, label: str, out: Path, *, marks: bool = False) -> str:
+def run_callgrind(cmd: list[str], tree: Path, label: str, out: Path, *, marks: bool = False) -> str:
     """Run one callgrind command in `tree`; the output file's text (with marks: the counts
     between the two markers, callgrind's second dump)."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -182,7 +182,7 @@ def count_instructions(
     marks only the measured iterations."""
     with tempfile.TemporaryDirectory(prefix="reqstate-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
-        cmd = _command(
+        cmd = benchmark_command(
             side,
             benchmark,
             iterations,
@@ -192,7 +192,7 @@ def count_instructions(
             out=out,
             marks=marks,
         )
-        return total_of(_callgrind(cmd, side.tree, benchmark, out, marks=marks), benchmark)
+        return total_of(run_callgrind(cmd, side.tree, benchmark, out, marks=marks), benchmark)
 
 
 def measure(

@@ -17,6 +17,7 @@ from bench import stats
 from bench.base.errors import DataError
 from bench.base.names import BenchName
 from bench.base.storage import read_json
+from bench.core.scenarios import get
 from bench.gate.config import GateConfig
 from bench.stats.classify import gate_verdict
 
@@ -83,7 +84,6 @@ class UnitThreshold:
 
 def forward_s_of(name: str) -> float | None:
     """A step benchmark's forward time (its scenario preset), in seconds."""
-    from bench.core.scenarios import get
 
     bench = BenchName.parse(name)
     scenario = bench.get("scenario")

@@ -28,6 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.errors import DataError
+from bench.base.names import ADDED_PARAMS, RENAMED_PARAMS, BenchName
+from bench.config.runconfig import ABSENT_MEANS
+from bench.suites import default_config
+from bench.suites.gate import NAME_KEYS
+from bench.suites.gate.run_instructions import OPTIONS
 
 PROTOCOL = 1
 # The first commit whose tree answers `python -m bench.gate.protocol` (older bases are refused).
@@ -37,9 +42,6 @@ QUERY_TIMEOUT_S = 120
 
 def describe() -> dict[str, Any]:
     """This tree's side of the contract."""
-    from bench.suites import default_config
-    from bench.suites.gate import NAME_KEYS
-    from bench.suites.gate.run_instructions import OPTIONS
 
     defaults = json.loads(default_config(suites=("gate",)).to_json())
     return {
@@ -64,8 +66,6 @@ class Base:
     def config_json(self, candidate: Any) -> str:
         """The candidate's RunConfig as the base can read it; DataError (exit 2) naming a key
         whose difference changes what is measured."""
-        from bench.config.runconfig import ABSENT_MEANS
-        from bench.suites import default_config
 
         mine = json.loads(candidate.to_json())
         fresh = default_config(suites=tuple(mine["suites"]))
@@ -100,7 +100,6 @@ class Base:
     def name(self, candidate_name: str) -> str:
         """A gated benchmark's name as the base writes it; DataError naming the parameter when
         the base cannot measure what the candidate does."""
-        from bench.base.names import ADDED_PARAMS, RENAMED_PARAMS, BenchName
 
         bench = BenchName.parse(candidate_name)
         keys = self.names.get(bench.kind)

@@ -27,9 +27,15 @@ from bench.base.errors import DataError
 from bench.base.names import BenchName
 from bench.base.storage import ROOT, read_json
 from bench.config.runconfig import RunConfig
+from bench.gate import attribution
 from bench.gate.config import GateConfig
+from bench.gate.instructions import Side, gate_benchmarks, measure_sides
+from bench.gate.wall import progress
+from bench.gate.wall import worker_config as plain
 from bench.target.materialize import Target
 from bench.target.placement import MIN_REPLAYED
+from bench.target.report import group_summary
+from bench.target.select import materialize_targets
 
 TARGET = "target"  # the strategy name in gated benchmark names
 BASE, HEAD = "gate_base", "gate_head"
@@ -51,8 +57,6 @@ class Revisions:
             "targets": {"base": self.base.metadata(), "candidate": self.head.metadata()},
         }
         if self.head.group is not None and self.base.group is not None:
-            from bench.target.report import group_summary
-
             out["group"] = group_summary(
                 self.base.metadata(),
                 self.head.metadata(),
@@ -105,7 +109,6 @@ def prepare(
     """Both revisions as strategy modules in `folder` (an unrecognised revision, a group that
     cannot be found: exit 2), of the state group `group` (bench.target.select: what moved
     between them by default)."""
-    from bench.target.select import materialize_targets
 
     specs = [f"{path}@{base_rev}", path if head_rev is None else f"{path}@{head_rev}"]
     base, head = materialize_targets(
@@ -119,7 +122,6 @@ def _rename(name: str, strategy: str) -> str:
 
 
 def worker_config(cfg: GateConfig, revs: Revisions) -> RunConfig:
-    from bench.gate.wall import worker_config as plain
 
     config = replace(
         plain(cfg),
@@ -132,7 +134,6 @@ def worker_config(cfg: GateConfig, revs: Revisions) -> RunConfig:
 
 def measure_wall(cfg: GateConfig, revs: Revisions) -> dict[str, dict[str, list[float]]]:
     """{side: {gated name: values}}: one worker process per round, all three sides in it."""
-    from bench.gate.wall import progress
     from bench.orchestration.runner import run_worker
 
     values: dict[str, dict[str, list[float]]] = {"base": {}, "candidate": {}, "aa": {}}
@@ -161,7 +162,6 @@ def measure_wall(cfg: GateConfig, revs: Revisions) -> dict[str, dict[str, list[f
 
 
 def _sides(cfg: GateConfig, revs: Revisions, benchmarks: list[str]) -> dict[str, Any]:
-    from bench.gate.instructions import Side
 
     k = cfg.instr_heap_shifts
 
@@ -177,7 +177,6 @@ def _sides(cfg: GateConfig, revs: Revisions, benchmarks: list[str]) -> dict[str,
 
 
 def measure_instructions(cfg: GateConfig, revs: Revisions) -> dict[str, dict[str, list[float]]]:
-    from bench.gate.instructions import gate_benchmarks, measure_sides
 
     benchmarks = gate_benchmarks(cfg)
     return measure_sides(cfg, _sides(cfg, revs, list(benchmarks)), benchmarks)
@@ -186,9 +185,6 @@ def measure_instructions(cfg: GateConfig, revs: Revisions) -> dict[str, dict[str
 def where(cfg: GateConfig, revs: Revisions, judgements: list[Any]) -> list[dict[str, Any]]:
     """Instruction mode: for the regressions (else the largest changes), the functions whose
     instructions per iteration moved most between the two revisions."""
-    from bench.gate import attribution
-    from bench.gate.instructions import gate_benchmarks
-    from bench.gate.wall import progress
 
     benchmarks = gate_benchmarks(cfg)
     flagged = [j for j in judgements if j.verdict == "regression"]

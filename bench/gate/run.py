@@ -24,8 +24,10 @@ from bench.base.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError, one_l
 from bench.base.names import BenchName
 from bench.base.storage import ROOT, write_atomic, write_json
 from bench.gate import protocol, wall
+from bench.gate import revisions as tgt
 from bench.gate.config import GateConfig
 from bench.gate.git import default_base, snapshot, worktree
+from bench.gate.instructions import check_valgrind, measure_gate
 from bench.gate.judge import SCHEMA, Judgement, judge, load_baseline
 from bench.gate.render import error_markdown, render_markdown, render_terminal
 from bench.target.placement import MIN_REPLAYED
@@ -75,7 +77,6 @@ def _measure_target(
     cfg: GateConfig, mode: str, target: TargetSpec
 ) -> tuple[GateConfig, dict[str, dict[str, list[float]]], dict[str, Any], list[Judgement]]:
     """The revisions measured and judged: (gated config, values, meta, judgements)."""
-    from bench.gate import revisions as tgt
 
     cfg = tgt.target_config(cfg)
     with tempfile.TemporaryDirectory(prefix="reqstate-gate-target-") as tmp:
@@ -123,8 +124,6 @@ def run_gate(
     if mode not in MODES:
         raise UsageError(f"unknown gate mode {mode!r}; choose wall or instructions")
     if mode == "instructions":
-        from bench.gate.instructions import check_valgrind
-
         check_valgrind()
     for out in (json_out, markdown_out):  # before minutes of measuring, not after
         if out is not None:
@@ -161,8 +160,6 @@ def run_gate(
         if mode == "wall":
             values = wall.measure(cfg, trees, bases)
         else:
-            from bench.gate.instructions import measure_gate
-
             values = measure_gate(cfg, trees, {k: v for k, v in bases.items() if k == "base"})
         if "base" in bases and bases["base"].notes:
             meta["base_notes"] = bases["base"].notes

@@ -17,6 +17,8 @@ from bench.base.storage import read_json
 from bench.config.runconfig import RunConfig
 from bench.gate.config import GateConfig
 from bench.gate.protocol import Base
+from bench.suites import default_config
+from bench.suites.gate import STEP
 
 SIDES = ("base", "candidate", "aa")
 
@@ -27,8 +29,6 @@ def progress(msg: str) -> None:
 
 def worker_config(cfg: GateConfig) -> RunConfig:
     """What the gate's worker suite is run with, on every side."""
-    from bench.suites import default_config
-    from bench.suites.gate import STEP
 
     return default_config(
         suites=("gate",),

@@ -24,9 +24,12 @@ from typing import Any
 
 from bench.base.errors import EXIT_OK, UsageError
 from bench.base.storage import write_atomic, write_json
+from bench.base.timing import wall_s
 from bench.gate.judge import Judgement
 from bench.history import commits as hc
+from bench.real.gate import MIN_ROUNDS, RealGate, judge, measure
 from bench.real.presets import RealPreset
+from bench.real.run import prepare
 
 SCHEMA = "reqstate-bench-bisect/1"
 DIRECTIONS = ("regression", "improvement")
@@ -65,8 +68,6 @@ class BisectJob:
 
 def real_gate(job: BisectJob) -> GateFn:
     """One real-mode gate per call; each revision's environment prepared once."""
-    from bench.real.gate import MIN_ROUNDS, RealGate, judge, measure
-    from bench.real.run import prepare
 
     if job.rounds < MIN_ROUNDS:
         raise UsageError(
@@ -101,7 +102,6 @@ def progress(msg: str) -> None:
 
 
 def _step(gate: GateFn, good: hc.Commit, commit: hc.Commit, presets: list[str]) -> GateStep:
-    from bench.base.timing import wall_s
 
     progress(f"gate {good.short} -> {commit.short} ({commit.subject[:60]})")
     t0 = wall_s()
@@ -169,7 +169,7 @@ def markdown(result: BisectResult, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def execute(job: BisectJob) -> tuple[Path, int]:
+def execute_bisect(job: BisectJob) -> tuple[Path, int]:
     presets = [p.name for p in job.presets]
     gate = job.gate or real_gate(job)
     result = search(job.repo, job.good, job.bad, presets, gate)

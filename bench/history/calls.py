@@ -15,8 +15,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.base.errors import DataError
 from bench.history.commits import Commit
+from bench.real import freqmap
 from bench.real.presets import RealPreset
+from bench.real.run import run_count
 
 MIN_MOVED_PCT = 10.0
 MIN_MOVED_CALLS = 0.5
@@ -28,9 +31,6 @@ Counter = Callable[[Path, Commit, RealPreset], dict[str, float]]
 
 def real_counter(preparer: Callable[[Path, Commit], Any]) -> Counter:
     def count(repo: Path, commit: Commit, preset: RealPreset) -> dict[str, float]:
-        from bench.base.errors import DataError
-        from bench.real import freqmap
-        from bench.real.run import run_count
 
         rev = preparer(repo, commit)
         out = run_count(rev, preset)

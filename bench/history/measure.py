@@ -30,6 +30,8 @@ from bench.history.commits import Commit, Selection
 from bench.history.store import Store
 from bench.real.measure import figures, values
 from bench.real.presets import RealPreset
+from bench.real.process import run_lockstep
+from bench.real.run import job, prepare
 from bench.stats import median
 
 DEFAULT_ROUNDS = 5
@@ -61,8 +63,6 @@ Preparer = Callable[[Path, Commit], Any]
 def lockstep_runner(
     members: Sequence[Member], preset: RealPreset, seed: int, first: int, rng: random.Random
 ) -> list[dict[str, Any]]:
-    from bench.real.process import run_lockstep
-    from bench.real.run import job
 
     units = [
         (m.revision.env, m.revision.tree, job(m.revision, preset, seed=seed, worker=first + k))
@@ -73,7 +73,6 @@ def lockstep_runner(
 
 def real_preparer(interpreter: str | None) -> Preparer:
     def prepare_one(repo: Path, commit: Commit) -> Any:
-        from bench.real.run import prepare
 
         (rev,) = prepare([f"{repo}@{commit.sha}"], interpreter)
         return rev

@@ -24,9 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.base.errors import UsageError
 from bench.base.names import BenchName
 from bench.history.measure import Member
 from bench.real.presets import RealPreset
+from bench.target.select import materialize_targets
+from strategies import twin_name
 
 DEFAULT_SCENARIO = "decode-dspark"
 TIMEOUT_S = 1800
@@ -49,8 +52,6 @@ class ReplayRunner:
 
     def strategies(self, shas: tuple[str, ...]) -> list[tuple[str, Path]] | str:
         """(name, file) per revision, or why they cannot be replayed."""
-        from bench.base.errors import UsageError
-        from bench.target.select import materialize_targets
 
         if shas not in self.made:
             where = self.folder / f"batch{len(self.made)}"
@@ -73,7 +74,6 @@ class ReplayRunner:
         rng: random.Random,
     ) -> list[dict[str, Any]]:
         from bench.report.load import load_run
-        from strategies import twin_name
 
         made = self.strategies(tuple(m.commit.sha for m in members if not m.copy))
         if isinstance(made, str):

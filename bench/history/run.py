@@ -17,13 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
+from bench.core.hotpath import measured_path
+from bench.core.scenarios import get
 from bench.history import calls as hc_calls
 from bench.history import commits as hc
 from bench.history import measure as hm
 from bench.history import report as hr
 from bench.history import series
+from bench.history.replay import ReplayRunner, replay_preparer
 from bench.history.store import PROTOCOL, Store
+from bench.real import freqmap
+from bench.real import presets as rp
 from bench.real.presets import RealPreset
+from bench.real.run import run_count
 
 # (repository, anchor) -> a measured hot-path map is stored for the anchor (real mode: one
 # untimed counting pass); --hot-path calls it when the cache has none
@@ -60,9 +66,6 @@ def real_line(
 
 
 def replay_line(repo: Path, group: str, scenario: str) -> Line:
-    from bench.core.scenarios import get
-    from bench.history.replay import ReplayRunner, replay_preparer
-    from bench.real import presets as rp
 
     pairing = replace(rp.get("decode-b256"), iterations=1)  # one value per record
     ident = {"group": group, "scenario": scenario, "quick": True}
@@ -97,9 +100,6 @@ def folder(job: HistoryJob, anchor: str) -> Path:
 
 def real_mapper(preparer: hm.Preparer, preset: RealPreset) -> Mapper:
     def count(repo: Path, anchor: hc.Commit) -> None:
-        from bench.core.hotpath import measured_path
-        from bench.real import freqmap
-        from bench.real.run import run_count
 
         if measured_path(anchor.sha).is_file():
             return

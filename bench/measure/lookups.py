@@ -5,6 +5,7 @@ out and visited in a declared memory regime, and the timed lookup operations ove
 from __future__ import annotations
 
 import contextlib
+import glob
 import random
 from array import array
 from collections.abc import Callable
@@ -27,7 +28,6 @@ DEFAULT_LLC_BYTES = 32 * 2**20
 
 def last_level_cache_bytes() -> int:
     """The largest CPU cache this machine reports (Linux sysfs), else DEFAULT_LLC_BYTES."""
-    import glob
 
     sizes = []
     for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import sys
 from array import array
 from collections.abc import Callable
 from gc import is_tracked as gc_is_tracked
@@ -21,7 +22,7 @@ from bench.base.gcprobe import (
     per_item_cost,
 )
 from bench.base.names import BenchName, CaseKey
-from bench.base.timing import StepClock
+from bench.base.timing import StepClock, time_loop_ns
 from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
 from bench.core.groupsites import blocks, program_of
@@ -44,7 +45,7 @@ from bench.measure.context import (
     phase,
 )
 from bench.measure.regime import CacheSweep, prepare_hook, sweep_bytes
-from bench.runformat.schema import QueueSeries, StepSeries
+from bench.runformat.schema import QueueSeries, RequestFigures, StepSeries
 from strategies import Strategy
 
 
@@ -391,10 +392,6 @@ def _build_requests(cls: type, ids: array[int], made: list[Any], _loops: int) ->
 def measure_requests(ctx: WorkerContext, out: SuiteOutput) -> None:
     """Per strategy: its request class's attributes, dict bytes, tracked values, and the time
     to build one request (median over repetitions of a batch, collector paused)."""
-    import sys
-
-    from bench.base.timing import time_loop_ns
-    from bench.runformat.schema import RequestFigures
 
     ids = array("q", range(REQUEST_PROMPT_TOKENS))
     for s in ctx.strategies:

@@ -23,7 +23,10 @@ from bench.base.names import CaseKey
 from bench.base.storage import read_json, write_json
 from bench.base.timing import wall_s
 from bench.config.runconfig import RunConfig
+from bench.core.scenarios import format_value
+from bench.core.sglang_req import sglang_version
 from bench.orchestration.progress import Progress
+from bench.runformat.envinfo import environment
 from bench.runformat.pyperf_io import BenchValues, dump_pyperf, to_pyperf_suite
 from bench.runformat.schema import (
     MANIFEST,
@@ -253,7 +256,6 @@ def strategy_metadata(strategies: list[Strategy]) -> dict[str, StrategyMeta]:
 def case_metadata(config: RunConfig) -> list[CaseMeta]:
     """Every scheduler case the run measures, as it ran: preset, values, their sources, and
     what --set / --sweep changed (the report says 'modified preset')."""
-    from bench.core.scenarios import format_value
 
     out: dict[str, CaseMeta] = {}
     for scenario, extra in config.all_cases():
@@ -288,7 +290,6 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
 
 
 def _sglang_version() -> str | None:
-    from bench.core.sglang_req import sglang_version
 
     return sglang_version()
 
@@ -300,7 +301,6 @@ def start_run(
     *,
     targets: dict[str, dict[str, Any]] | None = None,
 ) -> Manifest:
-    from bench.runformat.envinfo import environment  # torch: only once a run is started
 
     device, strategies = config.subjects()
     manifest = Manifest(

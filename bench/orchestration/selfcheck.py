@@ -30,7 +30,12 @@ from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from bench.base.storage import write_json
+from bench.core.reqmodel import DEFAULT_MODEL
+from bench.core.workload import make_request_class
+from bench.measure.regime import touch_requests
 from bench.runformat.schema import DEFAULT_WORKERS, REPEATS, SELFCHECK_FILE, SelfCheck
+from strategies import load_builtin
 
 if TYPE_CHECKING:
     from bench.report.load import RunData
@@ -46,8 +51,6 @@ DEFAULT_LIVE = 1_000
 def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[float]:
     """ns per `get` over `live` requests holding state, visited in allocation order: one figure
     per repeat, in this process."""
-    from bench.core.workload import make_request_class
-    from strategies import load_builtin
 
     strategy = load_builtin(strategy_name)
     cls = make_request_class(strategy, model=request_model)
@@ -93,9 +96,6 @@ def time_scan_us(
     replaced (on average), as the decode batch replaces finished ones: the new one's state is
     created by the scan, the old one dies in the timed statement (its weak reference's
     callback removes the table entry), as both happen inside a decode iteration."""
-    from bench.core.workload import make_request_class
-    from bench.measure.regime import touch_requests
-    from strategies import load_builtin
 
     strategy = load_builtin(SCAN_STRATEGY)
     cls = make_request_class(strategy, model=request_model)
@@ -229,7 +229,6 @@ def selfcheck(
 ) -> SelfCheck:
     """Time the strategies with timeit and compare with the run (if any); write selfcheck.json
     into the run folder unless write is False."""
-    from bench.base.storage import write_json
 
     model = request_model
     workers = DEFAULT_WORKERS
@@ -240,8 +239,6 @@ def selfcheck(
             found = run_sizes(run)
             live = found[0] if found else None
     if not model:
-        from bench.core.reqmodel import DEFAULT_MODEL
-
         model = DEFAULT_MODEL
     live = live or DEFAULT_LIVE
     result = SelfCheck(

@@ -21,14 +21,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench import suites
 from bench.base.errors import EXIT_FAILED, DataError, UsageError
+from bench.base.storage import check_free_space, new_run_dir
+from bench.base.timing import resolve_device
 from bench.config.runconfig import RunConfig
+from bench.orchestration.selfcheck import applies, selfcheck
+from bench.report import write_report
 from bench.runformat.schema import MANIFEST, Manifest
+from strategies import resolve
 
 
 def new_run_folder(output_dir: Path) -> Path:
     """A fresh, empty run folder under output_dir (refused when the disk is nearly full)."""
-    from bench.base.storage import check_free_space, new_run_dir
 
     run_dir = new_run_dir(Path(output_dir))
     check_free_space(run_dir)
@@ -37,9 +42,7 @@ def new_run_folder(output_dir: Path) -> Path:
 
 def check_strategies_and_device(config: RunConfig) -> None:
     """Refuse unknown strategies, a missing baseline or an unusable device before any work."""
-    from bench.base.timing import resolve_device
     from bench.core.rowpool import check_fits, default_shape  # torch: only when measuring
-    from strategies import resolve
 
     chosen = resolve(config.strategies, external=config.external)
     names = {s.name for s in chosen}
@@ -80,8 +83,6 @@ def start(
 def resume(run_dir: Path) -> tuple[Manifest, RunConfig]:
     """The manifest and configuration of a run folder to finish (its strategies and device
     checked again: the machine may differ)."""
-    from bench import suites
-    from bench.base.storage import check_free_space
     from bench.orchestration import runner
 
     manifest = runner.read_manifest(run_dir)
@@ -135,7 +136,6 @@ def finish(
     what it cross-checks), the terminal summary (not when quiet) and the report, all from that
     one RunData. 0 for a complete run, EXIT_FAILED otherwise (or when the report fails: the
     measurements are on disk, and the line says how to retry)."""
-    from bench.report import write_report
     from bench.report.console import terminal
     from bench.report.load import load_run
 
@@ -162,7 +162,6 @@ def finish(
 def _with_selfcheck(run: Any, *, verbose: bool) -> Any:
     """The run with its self-check (bench.orchestration.selfcheck) written and attached, where
     the run measured warm get_hit with the request model; a failure here never costs the run."""
-    from bench.orchestration.selfcheck import applies, selfcheck
 
     if not applies(run):
         return run

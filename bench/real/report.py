@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import stats
+from bench.base.names import BenchName
 from bench.base.storage import read_json, write_atomic
-from bench.real import measure
+from bench.real import freqmap, measure
 from bench.real.driver.phases import PHASES
 from bench.real.folder import RAW, load_manifest
 from bench.real.measure import ProcessSummary
+from bench.report.markup import Html, page, pre, section, table, tag, void
 
 SUMMARY = "summary.md"
 REPORT = "report.html"
@@ -384,7 +386,6 @@ def terminal(run_dir: Path, *, verbose: bool = False) -> str:
 
 
 def to_pyperf(data: RealData) -> None:
-    from bench.base.names import BenchName
     from bench.runformat.pyperf_io import BenchValues, dump_pyperf, to_pyperf_suite
 
     runs: dict[str, list[BenchValues]] = {}
@@ -437,7 +438,6 @@ def _phase_plot(data: RealData) -> str | None:
 
 
 def report_html(data: RealData) -> str:
-    from bench.report.markup import Html, page, pre, section, table, tag, void
 
     head = [
         "preset",
@@ -470,8 +470,6 @@ def report_html(data: RealData) -> str:
         )
     parts.append(section("pr", "PR section (summary.md)", pre(summary_markdown(data))))
     for rev, fm in data.freqmaps.items():
-        from bench.real import freqmap
-
         measured = freqmap.Measured.from_json(fm)
         parts.append(
             section(

@@ -14,22 +14,30 @@ report and summary.md are built from the raw outputs at the end (bench.real.repo
 
 from __future__ import annotations
 
+import os
+import platform
 import random
 import shlex
 import signal
 import sys
 from dataclasses import dataclass, field, replace
+from dataclasses import replace as copy
 from pathlib import Path
 from typing import Any
 
 from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
 from bench.base.storage import check_free_space, new_run_dir, write_json
 from bench.base.timing import wall_s
+from bench.core.hotpath import HOT_PATH
+from bench.real import freqmap, protocol, report, venv
 from bench.real import presets as rp
-from bench.real import protocol, venv
+from bench.real.driver.inject import MODULE
 from bench.real.folder import MANIFEST, RAW, SCHEMA, raw_path
 from bench.real.presets import RealPreset
+from bench.real.process import run_lockstep
+from bench.real.report import precision
 from bench.real.source import Source, parse
+from strategies import resolve
 
 DEFAULT_BUDGET_S = 540.0
 DEFAULT_PRECISION_PCT = 10.0
@@ -84,7 +92,6 @@ class Revision:
 
 
 def inject_module_path() -> tuple[str, ...]:
-    from bench.real.driver.inject import MODULE
 
     *folders, last = MODULE.split(".")[1:]
     return (*folders, f"{last}.py")
@@ -93,9 +100,6 @@ def inject_module_path() -> tuple[str, ...]:
 def with_homes(revisions: list[Revision], homes: list[str]) -> tuple[list[Revision], list[str]]:
     """Each revision that keeps PD hidden state in a side table, also with every named built-in
     strategy as its home; (the revisions, a note per revision that cannot take one)."""
-    from dataclasses import replace as copy
-
-    from strategies import resolve
 
     known = {s.name for s in resolve()}
     for h in homes:
@@ -139,7 +143,6 @@ def job(
     rev: Revision, preset: RealPreset, *, seed: int, worker: int, mode: str = "measure"
 ) -> dict[str, Any]:
     """The driver's job for one process (bench.real.protocol)."""
-    from bench.core.hotpath import HOT_PATH
 
     return {
         "mode": mode,
@@ -174,8 +177,6 @@ class RealRun:
 
 
 def machine() -> dict[str, Any]:
-    import os
-    import platform
 
     cpu = ""
     try:
@@ -195,7 +196,6 @@ def machine() -> dict[str, Any]:
 def execute(cfg: RealRun) -> tuple[Path, int]:
     """Measure; returns (the run folder, exit status). Interrupted: the folder keeps every
     finished process and says what is missing."""
-    from bench.real import report
 
     revisions, notes = with_homes(prepare(cfg.specs, cfg.interpreter), cfg.homes)
     for note in notes:
@@ -259,7 +259,6 @@ def _group(
 ) -> list[dict[str, Any]]:
     """One round of a preset: a single revision's process, or every revision's in lockstep
     (bench.real.process); each output recorded as it is read."""
-    from bench.real.process import run_lockstep
 
     if len(revs) == 1:
         return [_one(revs[0], preset, run_dir, manifest, seed=seed, index=first)]
@@ -333,7 +332,6 @@ def _one(
 def _measure(
     cfg: RealRun, revisions: list[Revision], run_dir: Path, manifest: dict[str, Any]
 ) -> None:
-    from bench.real.report import precision
 
     rng = random.Random(cfg.seed)
     started = wall_s()
@@ -403,7 +401,6 @@ def _count(
     cfg: RealRun, revisions: list[Revision], run_dir: Path, manifest: dict[str, Any]
 ) -> None:
     """One untimed counting process per revision, on the first preset (bench.real.freqmap)."""
-    from bench.real import freqmap
 
     preset = cfg.presets[0]
     for rev in revisions:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -194,8 +195,6 @@ def export(source: Source, trees: Path) -> Path | None:
         return dest / "python"
     partial = trees / f".{source.commit}.partial"
     if partial.exists():
-        import shutil
-
         shutil.rmtree(partial)
     partial.mkdir(parents=True)
     proc = subprocess.run(

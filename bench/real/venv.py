@@ -39,6 +39,7 @@ from bench.base.errors import UsageError
 from bench.base.storage import ROOT, cache_dir
 from bench.real import source as src
 from bench.real.process import run_one
+from bench.real.protocol import probe_job
 from bench.real.source import Source
 
 RECIPE = 1  # bump when the build recipe changes: every environment is rebuilt
@@ -405,7 +406,6 @@ def _build_into(
 
 def probe(env: Env, tree: Path | None, log: list[str]) -> dict[str, Any]:
     """Import the revision and step its Scheduler through a few tiny iterations."""
-    from bench.real.protocol import probe_job
 
     return run_driver(env, tree, probe_job(env.stubs), log=log, timeout=PROBE_TIMEOUT_S)
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.base.storage import write_atomic, write_json
+from bench.report import views
+
 if TYPE_CHECKING:
     from bench.report.load import RunData
 
@@ -27,8 +30,7 @@ def write_report(run: RunData | Path | str, *, long: bool = False) -> list[Path]
     """Write report.html, summary.md and plots/*.png|svg into the run folder (a loaded run, or
     its path); return the first two. long: summary.md in its long form (every headline metric,
     ranking and sentence)."""
-    from bench.base.storage import write_atomic, write_json
-    from bench.report import html, markdown, plots, verdict, views
+    from bench.report import html, markdown, plots, verdict
     from bench.report.headline import headline
     from bench.report.load import RunData, load_run
 
@@ -56,7 +58,6 @@ def write_compare(
     """Write compare.html and compare.md (head against base) into out_dir; return them.
     bench.report.comparable.NotComparable (one line) when the runs measured different things
     and not force."""
-    from bench.base.storage import write_atomic
     from bench.report import comparable, compare
     from bench.report.load import load_run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from bench.report import precision, viewspec
+from bench.report import pr, precision, viewspec
 from bench.report.load import RunData, SuiteData, load_run
 from bench.report.text import fmt_value
 from bench.stats.derive import Summary
@@ -87,7 +87,6 @@ def render_table(run_dir: Path) -> str:
 def terminal(run: RunData, *, verbose: bool = False) -> str:
     """What a run prints when it ends: the PR section's table and verdict (under 50 lines),
     or with verbose every suite's full table."""
-    from bench.report import pr
 
     if verbose:
         return render_run(run)

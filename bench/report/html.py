@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bench.report import precision, viewspec
+from bench.report import pr, precision, viewspec
 from bench.report.headline import Metric
 from bench.report.load import RunData
 from bench.report.markup import Html, Td, join, num, page, pre, section, table, tag, td, void
@@ -427,7 +427,6 @@ def selfcheck_section(run: RunData) -> Html | None:
 
 def pr_section(run: RunData) -> Html:
     """The PR section first (bench.report.pr): the table, the suites' lines, the verdict."""
-    from bench.report import pr
 
     summary = pr.build(run)
     rows = [[td(c) for c in pr.cells(summary, r)] for r in summary.rows]

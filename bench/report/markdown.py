@@ -7,9 +7,12 @@ escaped, so GitHub renders exactly one table.
 
 from __future__ import annotations
 
+from bench.report import pr
 from bench.report.headline import Metric
 from bench.report.load import RunData
 from bench.report.precision import markdown_sentence
+from bench.report.scenarios.model import cases
+from bench.report.scenarios.prose import headline_cases
 from bench.report.text import esc_md, fmt, fmt_ratio, md_code, md_code_block, md_table
 from bench.report.verdict import Verdict, describe_family
 from bench.report.views import cross_suite
@@ -67,8 +70,6 @@ def headline_md(metrics: list[Metric], run: RunData) -> str:
 def details_lines(run: RunData) -> list[str]:
     """What the short summary folds away: the forward times with their sources, precision and
     the self-check's agreement."""
-    from bench.report.scenarios.model import cases
-    from bench.report.scenarios.prose import headline_cases
 
     out = []
     # Scenarios whose forward time has one source share it: the source is written once.
@@ -100,7 +101,6 @@ def details_lines(run: RunData) -> list[str]:
 
 def render_summary(run: RunData, metrics: list[Metric], verdict: Verdict) -> str:
     """summary.md as a PR pastes it (bench.report.pr): the long form is render_long."""
-    from bench.report import pr
 
     return pr.markdown(pr.build(run), details_lines(run), pr.revision_blocks(run))
 

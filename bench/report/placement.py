@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.report.markup import Html, h, tag
+from bench.report.text import esc_md
 
 _KEYS = ("table", "moved", "cold", "unknown")
 # Table rows not defined at a revision named before "and N more" (the run's JSON has them all).
@@ -73,7 +74,6 @@ def _code(text: str) -> str:
 
 
 def placement_markdown(sides: list[tuple[str, dict[str, Any] | None]]) -> list[str]:
-    from bench.report.text import esc_md
 
     revisions = placed(sides)
     if not revisions:

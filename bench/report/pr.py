@@ -15,11 +15,15 @@ report.html and as the terminal's default output.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 
 from bench.report.load import RunData
-from bench.report.scenarios.model import STEPS, cases
-from bench.report.scenarios.prose import _difference, headline_cases, pct
+from bench.report.scenarios.html import REQUEST_HEAD, request_cells
+from bench.report.scenarios.model import STEPS, cases, request_rows
+from bench.report.scenarios.prose import headline_cases, net_difference, pct, where_from
+from bench.report.text import esc_md, md_code_block, md_table
+from bench.report.viewspec import views
 from bench.stats.cases import REVIEW, Case, Cost
 from bench.stats.derive import NetCost
 
@@ -164,8 +168,8 @@ def rows(run: RunData) -> tuple[list[Row], bool, str]:
             continue
         cold = case.in_regime(all_cases, "cold")
         base_c, cand_c, _ = _candidates(run, cold) if cold is not None else (None, None, "")
-        delta = _difference(run, cand, base) if cand is not None else None
-        delta_c = _difference(run, cand_c, base_c) if cand_c and base_c else None
+        delta = net_difference(run, cand, base) if cand is not None else None
+        delta_c = net_difference(run, cand_c, base_c) if cand_c and base_c else None
         footnote |= any(d is not None and not d.significant for d in (delta, delta_c))
         shown = delta.median if (run.targets and delta is not None) else base.net.median
         out.append(
@@ -193,7 +197,6 @@ def compared(run: RunData) -> list[str]:
 def suite_lines(run: RunData, hook: str = "summary_lines") -> list[str]:
     """Each suite view's lines for the PR section (the gc suite: one GC line, one memory
     line; with hook="summary_verdict" its verdict sentence), in report order."""
-    from bench.report.viewspec import views
 
     out = []
     for v in views():
@@ -205,11 +208,10 @@ def suite_lines(run: RunData, hook: str = "summary_lines") -> list[str]:
 
 def _where(run: RunData, case: Case, cand: Cost | None) -> str:
     """For a revision: '; where: <the functions its change comes from>' (bench.report.scenarios)."""
-    from bench.report.scenarios.prose import _where_from
 
     if cand is None or not run.is_target(cand.strategy):
         return ""
-    sources = _where_from(run, case, run.targets.get(cand.strategy, {}), cand)
+    sources = where_from(run, case, run.targets.get(cand.strategy, {}), cand)
     return f"; where: {sources}" if sources else ""
 
 
@@ -231,16 +233,13 @@ def revision_blocks(run: RunData) -> list[str]:
     """A --target run's folded detail, as markdown lines: the request class of each revision
     (twins and control left to report.html) and one bullet per revision (where it was read, its
     forward batch, what the harness does not model)."""
-    from bench.report.scenarios.html import REQUEST_HEAD, _request_cells
-    from bench.report.scenarios.model import request_rows
-    from bench.report.text import esc_md, md_table
 
     if not run.targets:
         return []
     out = []
     rows = [r for r in request_rows(run) if r.strategy in run.targets]
     if rows:
-        body = [[f"`{r.strategy}`", *(esc_md(x) for x in _request_cells(r))] for r in rows]
+        body = [[f"`{r.strategy}`", *(esc_md(x) for x in request_cells(r))] for r in rows]
         out += ["The request class of each revision:", "", md_table(list(REQUEST_HEAD), body), ""]
     for name, meta in run.targets.items():
         text = f"{meta.get('path', '')} at {meta.get('commit') or 'working tree'}"
@@ -269,7 +268,7 @@ def _weight(run: RunData, case: Case) -> float:
     if base is None or base.net is None:
         return -1.0
     if run.targets and cand is not None:
-        d = _difference(run, cand, base)
+        d = net_difference(run, cand, base)
         if d is not None:
             return abs(base.share(d.median))
     return base.share(base.net.median)
@@ -312,7 +311,7 @@ def verdict(run: RunData) -> list[str]:
         _b, cand, label = _candidates(run, case)
         if cand is not None and label.startswith("the "):
             label = f"The cheapest design ({cand.strategy}, {cand.pattern})"
-        d = _difference(run, cand, base) if cand is not None else None
+        d = net_difference(run, cand, base) if cand is not None else None
         where = _where(run, case, cand)
         if d is not None:
             if d.significant:
@@ -405,7 +404,6 @@ def markdown(pr: PrSummary, details: list[str], blocks: list[str] | None = None)
     """summary.md: at most ~40 lines, valid GitHub markdown; `details` (sentences, as a list)
     and `blocks` (markdown lines as they are: a --target run's request class table and its
     revisions) go in a folded block."""
-    from bench.report.text import esc_md, md_code_block, md_table
 
     out = ["### Speed Tests and Profiling", "", f"**Setup:** {esc_md(pr.protocol)}", ""]
     out += [md_code_block(pr.command), ""]
@@ -443,7 +441,6 @@ def markdown(pr: PrSummary, details: list[str], blocks: list[str] | None = None)
 def terminal(pr: PrSummary) -> str:
     """The run's default terminal output: the same table (the cheapest design and the
     operation counts as lines under it, to fit ~130 columns) and verdict, plain text."""
-    import textwrap
 
     short = {
         "baseline": "baseline, in cache",

@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.base.names import BenchName, CaseKey
 from bench.core.counting import OpCounts
+from bench.core.groupsites import GroupProgram, per_iteration
 from bench.runformat.schema import CaseMeta, QueueSeries, RequestFigures, StepSeries
 from bench.stats import robust
 from bench.stats.derive import GcRates, NetCost, QueueStat, net_of, paired_difference, queue_stats
@@ -316,7 +317,6 @@ def change_sources(
     and lookups per iteration at each (the accesses of its program, the manifest's target
     metadata, through its home, times the events counted in the run), the `top` that moved
     most. (function, base, head)."""
-    from bench.core.groupsites import GroupProgram, per_iteration
 
     def per(meta: Mapping[str, Any] | None) -> dict[str, float]:
         if meta is None or "program" not in meta:

@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass
 
 from bench.core.groupsites import Access
-from bench.target.groups import Group, _is_request
+from bench.target.groups import Group, is_request
 from bench.target.home import parse
-from bench.target.sites import _aliases
+from bench.target.sites import call_aliases
 from bench.target.tree import SourceTree, skip_file
 
 # A loop whose iterable's text matches this iterates over the batch's requests.
@@ -78,7 +78,7 @@ class _Reader(ast.NodeVisitor):
         self.locals: list[set[str]] = []
         self.aug_targets: set[int] = set()
         self.counted: set[int] = set()  # reaches already counted with their field access
-        self.getters = _aliases(module, group.home.getter) if group.home.getter else set()
+        self.getters = call_aliases(module, group.home.getter) if group.home.getter else set()
 
     # -- scopes --------------------------------------------------------------------------
 
@@ -109,7 +109,7 @@ class _Reader(ast.NodeVisitor):
     def _request(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name) and node.id == "self":
             return self._in_req()
-        return _is_request(node)
+        return is_request(node)
 
     # -- loops and branches ------------------------------------------------------------
 

@@ -25,6 +25,7 @@ share of the forward, construction µs, bytes and GC-tracked objects per request
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import textwrap
@@ -33,10 +34,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench import suites
 from bench.base.errors import UsageError
+from bench.base.storage import DEFAULT_REPORTS_DIR
+from bench.config.budget import budget_changes
 from bench.core.groupsites import Access, GroupProgram
-from bench.target.groups import Group, Revision
+from bench.orchestration.sequence import execute, finish, new_run_folder, start
+from bench.stats.cases import difference
+from bench.stats.rounds import Rounds
+from bench.target.accesses import read_accesses
+from bench.target.groups import Group, Revision, model_with_holders, read_groups
 from bench.target.homes import CANDIDATES, WORDS, current_home, home_metadata, write_home
+from bench.target.placement import refusal
+from bench.target.program import build
+from bench.target.report import req_classes
+from bench.target.select import group_by_name
+from bench.target.tree import SourceTree
 from strategies._contract import AS_WRITTEN
 
 if TYPE_CHECKING:
@@ -65,7 +78,6 @@ _SCALAR_HOMES = ("inline", "lazy_scalar", "declared_scalar")
 
 
 def _stem(group: Group) -> str:
-    import re
 
     stem = re.sub(r"[^a-z0-9_]+", "_", group.name.lower()).strip("_")
     if not stem or not stem[0].isalpha():
@@ -137,11 +149,6 @@ def write_candidates(
 ) -> list[Candidate]:
     """Every candidate home of the group in each of its ports (the current home first, as
     written), written into `folder`; `only`: the homes named (bench.target.homes.CANDIDATES)."""
-    from bench.target.accesses import read_accesses
-    from bench.target.groups import model_with_holders
-    from bench.target.placement import refusal
-    from bench.target.program import build
-    from bench.target.report import req_classes
 
     homes = candidate_homes(group, only)
     functions = read_accesses(rev.tree, group, req_classes(rev))
@@ -226,7 +233,6 @@ def rank(case: Case, rounds: Rounds, candidates: Sequence[Candidate]) -> list[Ra
     """Every home measured in `case`, cheapest first by the better of its ports (the median
     of its cost per iteration net of control), each against the current home paired per round
     (bench.stats.cases.difference: the same steps, moments apart, in the same process)."""
-    from bench.stats.cases import difference
 
     costs: dict[str, dict[str, Cost]] = {}
     for c in candidates:
@@ -317,7 +323,6 @@ def ranked_table(run_dir: Path, candidates: list[Candidate]) -> str:
     """Per scenario, every home ranked by the better of its ports' net cost per iteration."""
     from bench.report.load import load_run
     from bench.report.scenarios.model import cases, request_rows
-    from bench.stats.rounds import Rounds
 
     run = load_run(run_dir)
     data = run.suite(READS)
@@ -327,13 +332,6 @@ def ranked_table(run_dir: Path, candidates: list[Candidate]) -> str:
 
 
 def advise(args: Any) -> int:
-    from bench import suites
-    from bench.base.storage import DEFAULT_REPORTS_DIR
-    from bench.config.budget import budget_changes
-    from bench.orchestration.sequence import execute, finish, new_run_folder, start
-    from bench.target.groups import read_groups
-    from bench.target.select import group_by_name
-    from bench.target.tree import SourceTree
 
     rev = read_groups(SourceTree.open(args.spec))
     group = group_by_name(rev, args.group)

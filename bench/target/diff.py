@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.base.errors import UsageError
-from bench.target.groups import Group, Home, Revision
+from bench.target.groups import Group, Home, Revision, inline_field
 
 # A prefix explains a move when at least this share of the group's fields carry it.
 _MIN_PREFIX_SHARE = 0.5
@@ -33,12 +33,11 @@ class Move:
         return f"{self.group}: {self.base.home.describe()} -> {self.head.home.describe()}"
 
 
-def _inline_of(rev: Revision, names: list[str], like: Group) -> Group:
+def inline_of(rev: Revision, names: list[str], like: Group) -> Group:
     """The fields as they sit on Req at `rev`: an inline group of them."""
     attrs = rev.inline_attrs()
-    from bench.target.groups import _inline_field
 
-    fields = tuple(_inline_field(attrs[n]) for n in names)
+    fields = tuple(inline_field(attrs[n]) for n in names)
     line = min(f.line for f in fields)
     return Group(like.name, Home("inline", rev.schedule_batch, line), fields)
 
@@ -81,7 +80,7 @@ def find_moves(base: Revision, head: Revision) -> list[Move]:
             if twin is not None:
                 pairs = [p for p in pairs if twin.field(p[1]) is None]
             if pairs:
-                on_req = _inline_of(other, [a for a, _ in pairs], g)
+                on_req = inline_of(other, [a for a, _ in pairs], g)
                 kept = Group(
                     g.name, g.home, tuple(f for f in g.fields if f.name in {b for _, b in pairs})
                 )

@@ -36,14 +36,18 @@ from bench.core.holders import Holder, call_name
 from bench.core.reqmodel import Attr, RequestModel
 from bench.target.home import (
     MIN_FIELDS,
-    _classify_getter,
-    _module_mappings,
-    _removal,
+    Getter,
+    classify_getter,
+    creates_state,
+    first_param,
     function_lines,
     identifier,
+    module_mappings,
     parse,
+    removal_function,
     req_class_body,
 )
+from bench.target.inspection import find_schedule_batch, read_request_model
 from bench.target.tree import SourceTree, skip_file
 from strategies._contract import FIELDS, PD_HIDDEN, GroupSchema
 
@@ -250,7 +254,7 @@ def _decorator(cls: ast.ClassDef) -> tuple[bool, dict[str, Any]]:
     return False, {}
 
 
-def _kind_of(node: ast.expr | None) -> tuple[str, str]:
+def kind_of(node: ast.expr | None) -> tuple[str, str]:
     """(kind, default source text) of a default expression."""
     if node is None:
         return "none", "None"
@@ -258,7 +262,7 @@ def _kind_of(node: ast.expr | None) -> tuple[str, str]:
     if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "field":
         for k in node.keywords:
             if k.arg == "default":
-                return _kind_of(k.value)
+                return kind_of(k.value)
             if k.arg == "default_factory":
                 factory = ast.unparse(k.value)
                 kind = {"list": "list", "dict": "dict", "set": "set"}.get(factory, "object")
@@ -274,7 +278,7 @@ def _kind_of(node: ast.expr | None) -> tuple[str, str]:
     if isinstance(node, ast.Dict):
         return "dict", text
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
-        return _kind_of(node.operand)[0], text
+        return kind_of(node.operand)[0], text
     if isinstance(node, ast.Call):
         fn = ast.unparse(node.func)
         simple = {"list": "list", "dict": "dict", "set": "set", "array": "array"}
@@ -295,7 +299,7 @@ def read_container(cls: ast.ClassDef, file: str) -> ContainerClass:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             if "ClassVar" in ast.unparse(node.annotation):
                 continue
-            kind, default = _kind_of(node.value)
+            kind, default = kind_of(node.value)
             if node.value is None:  # required: given by the caller
                 ann = ast.unparse(node.annotation)
                 kind = "int" if ann == "int" else "bool" if ann == "bool" else "none"
@@ -325,7 +329,7 @@ def read_container(cls: ast.ClassDef, file: str) -> ContainerClass:
                     and t.attr not in seen
                 ):
                     seen.add(t.attr)
-                    kind, default = _kind_of(value)
+                    kind, default = kind_of(value)
                     if isinstance(value, ast.Name):
                         kind, default = "none", "None"  # a parameter: its value is the caller's
                     fields.append(GroupField(t.attr, kind, default, t.lineno))
@@ -409,7 +413,7 @@ def _annotations(init: ast.FunctionDef | None) -> dict[str, str]:
     return out
 
 
-def _is_request(node: ast.expr) -> bool:
+def is_request(node: ast.expr) -> bool:
     """A receiver that names a request (`req`, `r`, `self.req`, `reqs[i]`, `batch.reqs[i]`)."""
     if isinstance(node, ast.Subscript):
         node = node.value
@@ -481,7 +485,7 @@ def _prefixes(attrs: dict[str, Attr], taken: set[str], sb: str) -> list[Group]:
         longer = [p for p in members if p != prefix and p.startswith(prefix)]
         if any(set(members[p]) == set(names) for p in longer):
             continue  # a longer prefix names the same fields
-        fields = tuple(_inline_field(attrs[n]) for n in names)
+        fields = tuple(inline_field(attrs[n]) for n in names)
         # where the group is defined: its first field in Req's own file; a mixin's line number
         # is not a line of that file (only the mixin's file name is recorded)
         own = [n for n in names if not attrs[n].where]
@@ -492,7 +496,7 @@ def _prefixes(attrs: dict[str, Attr], taken: set[str], sb: str) -> list[Group]:
     return groups
 
 
-def _inline_field(a: Attr) -> GroupField:
+def inline_field(a: Attr) -> GroupField:
     default = repr(a.value) if a.kind in _SCALAR and a.value is not None else a.source
     if a.kind == "none":
         default = "None"
@@ -507,7 +511,7 @@ def inline_group(rev: Revision, names: list[str], name: str = "") -> Group:
         close = difflib.get_close_matches(missing[0], list(attrs), n=1, cutoff=0.6)
         hint = f" (closest: {close[0]})" if close else ""
         raise GroupNotFound(f"{rev.tree.label}: Req.__init__ has no attribute {missing[0]!r}{hint}")
-    fields = tuple(_inline_field(attrs[n]) for n in names)
+    fields = tuple(inline_field(attrs[n]) for n in names)
     return Group(name or names[0], Home("inline", "", fields[0].line), fields)
 
 
@@ -526,11 +530,11 @@ def _getter_homes(tree: SourceTree, body: dict[str, int]) -> list[Group]:
         if skip_file(rel) or _FRONT_END.search(rel):
             continue
         module = parse(tree, rel)
-        mappings = _module_mappings(module)
+        mappings = module_mappings(module)
         classes = [n for n in module.body if isinstance(n, ast.ClassDef)]
         for fn in (n for n in module.body if isinstance(n, ast.FunctionDef)):
             for cls in classes:
-                g = _classify_getter(fn, cls.name, mappings)
+                g = classify_getter(fn, cls.name, mappings)
                 key = "req"
                 if g is None and mappings:
                     g = _rid_getter(fn, cls.name, mappings)
@@ -543,7 +547,7 @@ def _getter_homes(tree: SourceTree, body: dict[str, int]) -> list[Group]:
                     continue
                 pd = len(set(state.names_()) & set(FIELDS)) >= MIN_FIELDS
                 if g.kind == "side_table":
-                    removal = _removal(module, g.mapping)
+                    removal = removal_function(module, g.mapping)
                     if removal:
                         line = function_lines(module)[removal]
                         identifier(tree, rel, line, removal, "removal")
@@ -578,10 +582,9 @@ def _getter_homes(tree: SourceTree, body: dict[str, int]) -> list[Group]:
 
 def _rid_getter(fn: ast.FunctionDef, state_class: str, mappings: dict[str, Any]) -> Any:
     """A get-or-create over a dict keyed by the request's rid (`_states.get(req.rid)`)."""
-    from bench.target.home import _creates, _Getter, _param
 
-    param = _param(fn)
-    if param is None or not _creates(fn, state_class):
+    param = first_param(fn)
+    if param is None or not creates_state(fn, state_class):
         return None
     want = f"{param}.rid"
     for n in ast.walk(fn):
@@ -593,7 +596,7 @@ def _rid_getter(fn: ast.FunctionDef, state_class: str, mappings: dict[str, Any])
             and n.args
             and ast.unparse(n.args[0]) == want
         ):
-            return _Getter("side_table", fn.name, fn.lineno, mapping=n.func.value.id)
+            return Getter("side_table", fn.name, fn.lineno, mapping=n.func.value.id)
     return None
 
 
@@ -612,7 +615,7 @@ def _lazy_and_declared(
                 and isinstance(node.func, ast.Name)
                 and node.func.id == "getattr"
                 and len(node.args) >= 2
-                and _is_request(node.args[0])
+                and is_request(node.args[0])
                 and isinstance(node.args[1], ast.Constant)
                 and isinstance(node.args[1].value, str)
             ):
@@ -624,7 +627,7 @@ def _lazy_and_declared(
                 reads.setdefault(name, (rel, node.lineno, default))
     out = []
     for name, (rel, line, default) in sorted(reads.items()):
-        kind, text = _kind_of(default)
+        kind, text = kind_of(default)
         home_kind = "declared_attribute" if name in body else "lazy_attribute"
         home = Home(home_kind, rel, line, attribute=name)
         out.append(Group(name, home, (GroupField(name, kind, text, line),)))
@@ -638,7 +641,6 @@ def _lazy_and_declared(
 
 def read_groups(tree: SourceTree) -> Revision:
     """Every state group at a revision."""
-    from bench.target.inspection import find_schedule_batch, read_request_model
 
     sb = find_schedule_batch(tree)
     model = read_request_model(tree, sb, tree.strategy_name())

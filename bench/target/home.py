@@ -229,7 +229,7 @@ def _imports(module: ast.Module) -> tuple[list[str], list[str]]:
     return names, foreign
 
 
-def _module_mappings(module: ast.Module) -> dict[str, tuple[str, int]]:
+def module_mappings(module: ast.Module) -> dict[str, tuple[str, int]]:
     """Module-level names bound to a mapping: name -> (mapping type, line)."""
     out: dict[str, tuple[str, int]] = {}
     for node in module.body:
@@ -255,12 +255,12 @@ def _module_mappings(module: ast.Module) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _param(fn: ast.FunctionDef) -> str | None:
+def first_param(fn: ast.FunctionDef) -> str | None:
     args = fn.args.args
     return args[0].arg if args else None
 
 
-def _creates(fn: ast.FunctionDef, state_class: str) -> bool:
+def creates_state(fn: ast.FunctionDef, state_class: str) -> bool:
     return any(
         isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] == state_class
         for n in ast.walk(fn)
@@ -268,7 +268,7 @@ def _creates(fn: ast.FunctionDef, state_class: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Getter:
+class Getter:
     kind: str  # side_table | lazy_attribute | declared_attribute
     name: str
     line: int
@@ -276,7 +276,7 @@ class _Getter:
     attribute: str = ""
     attribute_line: int = 0  # where getattr(req, NAME, ...) names the attribute
 
-    def checked(self, tree: SourceTree, rel: str) -> _Getter:
+    def checked(self, tree: SourceTree, rel: str) -> Getter:
         """Itself, once its names are known to be identifiers (NotAnIdentifier otherwise)."""
         identifier(tree, rel, self.line, self.name, "getter")
         if self.mapping:
@@ -287,12 +287,12 @@ class _Getter:
         return self
 
 
-def _classify_getter(
+def classify_getter(
     fn: ast.FunctionDef, state_class: str, mappings: dict[str, tuple[str, int]]
-) -> _Getter | None:
+) -> Getter | None:
     """A get-or-create function over its first parameter, or None."""
-    param = _param(fn)
-    if param is None or not _creates(fn, state_class):
+    param = first_param(fn)
+    if param is None or not creates_state(fn, state_class):
         return None
     for n in ast.walk(fn):
         if not isinstance(n, (ast.Call, ast.Subscript)):
@@ -307,7 +307,7 @@ def _classify_getter(
                 and isinstance(n.args[0], ast.Name)
                 and n.args[0].id == param
             ):
-                return _Getter("side_table", fn.name, fn.lineno, mapping=owner.id)
+                return Getter("side_table", fn.name, fn.lineno, mapping=owner.id)
         if (
             isinstance(n, ast.Subscript)
             and isinstance(n.value, ast.Name)
@@ -316,7 +316,7 @@ def _classify_getter(
             and n.slice.id == param
             and isinstance(n.ctx, ast.Load)
         ):
-            return _Getter("side_table", fn.name, fn.lineno, mapping=n.value.id)
+            return Getter("side_table", fn.name, fn.lineno, mapping=n.value.id)
         if (
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Name)
@@ -327,7 +327,7 @@ def _classify_getter(
             and isinstance(n.args[1], ast.Constant)
             and isinstance(n.args[1].value, str)
         ):
-            return _Getter(
+            return Getter(
                 "lazy_attribute",
                 fn.name,
                 fn.lineno,
@@ -343,7 +343,7 @@ def _classify_getter(
                     and isinstance(t.value, ast.Name)
                     and t.value.id == param
                 ):
-                    return _Getter("declared_attribute", fn.name, fn.lineno, attribute=t.attr)
+                    return Getter("declared_attribute", fn.name, fn.lineno, attribute=t.attr)
     return None
 
 
@@ -353,7 +353,7 @@ def _scan_helper(module: ast.Module, getter: str, mapping: str) -> tuple[str, bo
     for fn in module.body:
         if not isinstance(fn, ast.FunctionDef) or fn.name == getter:
             continue
-        param = _param(fn)
+        param = first_param(fn)
         for loop in ast.walk(fn):
             if not (
                 isinstance(loop, ast.For)
@@ -379,7 +379,7 @@ def _scan_helper(module: ast.Module, getter: str, mapping: str) -> tuple[str, bo
     return None
 
 
-def _removal(module: ast.Module, mapping: str) -> str:
+def removal_function(module: ast.Module, mapping: str) -> str:
     """A function that removes a request's entry from the side table (pop or del)."""
     for fn in module.body:
         if not isinstance(fn, ast.FunctionDef):
@@ -458,14 +458,14 @@ def _side_home(tree: SourceTree, req_body: dict[str, int]) -> StateHome | None:
         if skip_file(rel):
             continue
         module = parse(tree, rel)
-        mappings = _module_mappings(module)
+        mappings = module_mappings(module)
         for cls in (n for n in module.body if isinstance(n, ast.ClassDef)):
             held = _class_fields(cls)
             present = [f for f in FIELDS if f in held]
             if len(present) < MIN_FIELDS or cls.name == "Req":
                 continue
             for fn in (n for n in module.body if isinstance(n, ast.FunctionDef)):
-                g = _classify_getter(fn, cls.name, mappings)
+                g = classify_getter(fn, cls.name, mappings)
                 if g is None:
                     continue
                 g = g.checked(tree, rel)
@@ -484,7 +484,7 @@ def _side_home(tree: SourceTree, req_body: dict[str, int]) -> StateHome | None:
                     lines[f"def {scan[0]}"] = scan[2]
                 if kind == "declared_attribute":
                     lines[f"Req.{g.attribute}"] = req_body[g.attribute]
-                removal = _removal(module, g.mapping) if g.mapping else ""
+                removal = removal_function(module, g.mapping) if g.mapping else ""
                 if removal:
                     lines[f"def {removal}"] = function_lines(module)[removal]
                     identifier(tree, rel, lines[f"def {removal}"], removal, "removal")

@@ -21,6 +21,7 @@ A one-field group that is an attribute of the request itself (a lazy scalar such
 from __future__ import annotations
 
 import re
+from ast import literal_eval
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,7 +113,6 @@ class Written:
 
 
 def _attr_of(f: GroupField, line: int) -> Attr:
-    from ast import literal_eval
 
     value: Any = None
     if f.kind in ("int", "float", "bool", "str"):

@@ -33,10 +33,13 @@ from bench.base.errors import UsageError
 from bench.base.storage import write_atomic, write_json
 from bench.core.reqmodel import Attr, RequestModel
 from bench.target.accesses import read_accesses
-from bench.target.groups import Group, Revision
+from bench.target.groups import Group, Revision, model_with_holders
+from bench.target.homes import current_home, home_metadata, write_home
 from bench.target.inspection import Inspection, inspect_tree
 from bench.target.placement import MIN_REPLAYED, refusal
+from bench.target.program import build
 from bench.target.replay import TRUST_FLAG, replay_source
+from bench.target.report import req_classes
 from bench.target.template import ending, functions, get_is_req, lazy_get
 from bench.target.tree import SourceTree
 from strategies._contract import FIELD_DEFAULTS, FIELDS
@@ -344,10 +347,6 @@ def materialize_group(
     modelled hot path (bench.target.program). Refused (one line, exit 2) when the replay places
     nothing, or less than `min_replayed` of the group's accesses outside known-cold functions
     (bench.target.placement), naming the functions it could not place."""
-    from bench.target.groups import model_with_holders
-    from bench.target.homes import current_home, home_metadata, write_home
-    from bench.target.program import build
-    from bench.target.report import req_classes
 
     tree = rev.tree
     name = name or tree.strategy_name()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.base.errors import UsageError
-from bench.target.groups import GroupField, _kind_of, read_container
+from bench.target.groups import GroupField, kind_of, read_container
 from bench.target.home import StateHome, identifier, parse
 from bench.target.tree import SourceTree
 
@@ -409,7 +409,7 @@ def _class_attributes(cls: ast.ClassDef, dataclass_: bool) -> list[GroupField]:
             continue
         for t in targets:
             if isinstance(t, ast.Name) and not t.id.startswith("__"):
-                kind, text = _kind_of(value)
+                kind, text = kind_of(value)
                 out.append(GroupField(t.id, kind, text, node.lineno))
     return out
 

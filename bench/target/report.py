@@ -5,6 +5,7 @@ real scheduler runs it (text for people, JSON for machines)."""
 from __future__ import annotations
 
 import ast
+import difflib
 import tempfile
 from array import array
 from dataclasses import asdict, dataclass
@@ -12,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.errors import UsageError
-from bench.base.gcprobe import Footprint
+from bench.base.gcprobe import Footprint, footprint
+from bench.base.storage import write_json
 from bench.core import scenarios
+from bench.core.counting import event_means
 from bench.core.groupsites import per_iteration
+from bench.core.workload import make_request_class
+from bench.stats.cases import change_sources
 from bench.target.accesses import FunctionAccesses, read_accesses
 from bench.target.diff import Move, describe_moves, find_moves
 from bench.target.groups import Group, Revision, model_with_holders, read_groups
@@ -42,9 +47,6 @@ def req_classes(rev: Revision) -> set[str]:
 
 def construction(rev: Revision) -> Footprint:
     """Building one of the revision's requests here (tensors as torch-free stand-ins)."""
-    from bench.base.gcprobe import footprint
-    from bench.base.storage import write_json
-    from bench.core.workload import make_request_class
 
     model = model_with_holders(rev)
     with tempfile.TemporaryDirectory(prefix="reqstate-diff-") as tmp:
@@ -84,7 +86,6 @@ def side(
 
 
 def scenario_events() -> dict[str, dict[str, float]]:
-    from bench.core.counting import event_means
 
     return {
         name: event_means(scenarios.get(name), seed=0, steps=EVENT_STEPS)
@@ -280,7 +281,6 @@ def placement_lines(base: Side, head: Side) -> list[str]:
 def _kept(base: Revision, head: Revision, group: str, moved: list[str]) -> tuple[Group, Group]:
     """The group at both revisions, or one line naming the closest name either has (a name
     that is there is never its own suggestion)."""
-    import difflib
 
     found = [g for r in (base, head) for g in r.groups if g.name == group]
     if len(found) == 2:
@@ -327,8 +327,6 @@ def diff_report(base_spec: str, head_spec: str, *, group: str | None = None) -> 
 
 def requests_of(target_path: Path) -> Footprint:
     """Building one request of a materialized target (its REQUEST_MODEL table) here."""
-    from bench.base.gcprobe import footprint
-    from bench.core.workload import make_request_class
 
     cls = make_request_class(model=str(target_path.with_suffix(".reqmodel.json")))
     ids = array("q", range(PROMPT_TOKENS))
@@ -341,8 +339,6 @@ def group_summary(
     """What the gate says about a state group's change besides its timings: each side's home,
     the request each builds (measured here), and per scenario where the change lies (static
     attribute loads and lookups per iteration by function, bench.stats.cases)."""
-    from bench.core.counting import event_means
-    from bench.stats.cases import change_sources
 
     where = {}
     for name in scenario_names:

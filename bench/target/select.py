@@ -17,12 +17,13 @@ import tempfile
 from pathlib import Path
 
 from bench.base.errors import UsageError
-from bench.target.diff import Move, find_moves
-from bench.target.groups import Group, GroupNotFound, Revision, read_groups
+from bench.target.diff import Move, find_moves, inline_of
+from bench.target.groups import Group, GroupNotFound, Revision, inline_group, read_groups
+from bench.target.home import MIN_FIELDS
 from bench.target.materialize import Target, materialize, materialize_group
 from bench.target.placement import MIN_REPLAYED
 from bench.target.tree import SourceTree
-from strategies._contract import PD_HIDDEN
+from strategies._contract import FIELDS, PD_HIDDEN
 
 
 def _group_at(rev: Revision, name: str, like: Group | None) -> Group:
@@ -32,19 +33,17 @@ def _group_at(rev: Revision, name: str, like: Group | None) -> Group:
     except GroupNotFound:
         if like is None:
             raise
-    from bench.target.diff import _inline_of
 
     attrs = rev.inline_attrs()
     names = [f.name for f in like.fields if f.name in attrs]
     if len(names) < len(like.fields) / 2:
         return rev.group(name)  # raises, naming the closest
-    return _inline_of(rev, names, like)
+    return inline_of(rev, names, like)
 
 
 def group_by_name(rev: Revision, spec: str) -> Group:
     """--group NAME (a group `bench target groups` lists) or NAME=f1,f2,... (Req attributes
     of your own choosing, as an inline group)."""
-    from bench.target.groups import inline_group
 
     if "=" in spec:
         name, _, fields = spec.partition("=")
@@ -127,8 +126,6 @@ def materialize_targets(
 
 def _pd_inline(rev: Revision) -> bool:
     """PD hidden fields on Req (the code before the PR)."""
-    from bench.target.home import MIN_FIELDS
-    from strategies._contract import FIELDS
 
     attrs = rev.inline_attrs()
     return sum(1 for n in attrs for f in FIELDS if n.endswith("_" + f)) >= MIN_FIELDS

@@ -95,7 +95,7 @@ def _is_batch(node: ast.expr) -> bool:
     return ast.unparse(node).lower().endswith(_BATCH_SUFFIXES)
 
 
-def _aliases(module: ast.Module, name: str) -> set[str]:
+def call_aliases(module: ast.Module, name: str) -> set[str]:
     """Names a function is called by in this module (its own, and `import ... as` aliases)."""
     out = {name}
     for node in ast.walk(module):
@@ -137,8 +137,8 @@ class _Counter(ast.NodeVisitor):
     def __init__(self, rel: str, module: ast.Module, home: StateHome) -> None:
         self.rel = rel
         self.home = home
-        self.getters = _aliases(module, home.getter) if home.getter else set()
-        self.scanners = _aliases(module, home.scan_helper) if home.scan_helper else set()
+        self.getters = call_aliases(module, home.getter) if home.getter else set()
+        self.scanners = call_aliases(module, home.scan_helper) if home.scan_helper else set()
         self.fields = set(home.fields.values())
         self.by_req = home.layout == "fields_on_req"
         self.ambiguous = _other_class_fields(module) & self.fields if self.by_req else set()
@@ -310,7 +310,7 @@ def forward_scan(tree: SourceTree, home: StateHome, sites: list[FunctionSites]) 
             )
             if init is None:
                 continue
-            scanners = _aliases(module, home.scan_helper) if home.scan_helper else set()
+            scanners = call_aliases(module, home.scan_helper) if home.scan_helper else set()
             for node in ast.walk(init):
                 if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] in scanners:
                     return ForwardScan(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib
 import json
 import os
 import sys
@@ -105,7 +106,6 @@ def classify(exc: BaseException) -> dict[str, Any]:
 
 def _import_revision(job: dict[str, Any], out: dict[str, Any]) -> stubs.StubFinder:
     """The revision imported under its stubs; what it is and how long its import took."""
-    import importlib
 
     import torch
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from bench.report.load import RunData
+from bench.report.plots import errorbars, label
 from bench.report.scenarios.model import cases
+from bench.report.verdict import axis_values
 
 
 def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
@@ -17,9 +19,6 @@ def sweep_figure(run: RunData, st: dict[str, Any]) -> Any:
         return None
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-
-    from bench.report.plots import errorbars, label
-    from bench.report.verdict import axis_values
 
     names = list(dict.fromkeys(c.name for c in all_cases))
     values = axis_values(c.key.as_params().get(str(key), "") for c in all_cases)

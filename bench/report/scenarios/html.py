@@ -44,7 +44,7 @@ REQUEST_HEAD = (
 )
 
 
-def _request_cells(r: RequestRow) -> list[str]:
+def request_cells(r: RequestRow) -> list[str]:
     lo, hi = r.construct_ci_ns
     return [
         r.model,
@@ -61,7 +61,7 @@ def request_table(run: RunData) -> list[Html]:
     rows = request_rows(run)
     if not rows:
         return []
-    body = [(td(tag("code", r.strategy)), *(num(x) for x in _request_cells(r))) for r in rows]
+    body = [(td(tag("code", r.strategy)), *(num(x) for x in request_cells(r))) for r in rows]
     return [
         tag("h3", "The request class"),
         tag(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from bench.report.load import RunData
 from bench.report.placement import placement_markdown
 from bench.report.scenarios import prose
-from bench.report.scenarios.html import REQUEST_HEAD, _request_cells
+from bench.report.scenarios.html import REQUEST_HEAD, request_cells
 from bench.report.scenarios.model import request_rows
 from bench.report.text import esc_md, md_table
 from bench.stats.cases import REVIEW, Case
@@ -105,7 +105,7 @@ def request_markdown(run: RunData) -> list[str]:
     rows = request_rows(run)
     if not rows:
         return []
-    body = [[f"`{r.strategy}`", *(esc_md(x) for x in _request_cells(r))] for r in rows]
+    body = [[f"`{r.strategy}`", *(esc_md(x) for x in request_cells(r))] for r in rows]
     return [
         "**The request class** (as built by the workers):",
         "",

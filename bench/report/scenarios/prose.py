@@ -43,7 +43,7 @@ def net_text(c: Cost) -> str:
     return f"{us(c.net.median)} [{c.net.ci_low * 1e6:,.1f}, {c.net.ci_high * 1e6:,.1f}]"
 
 
-def _difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
+def net_difference(run: RunData, a: Cost, b: Cost) -> NetCost | None:
     """a minus b per round (paired), in seconds."""
     data = run.suite(STEPS)
     return None if data is None else difference(data.net_rounds, a.bench, b.bench)
@@ -70,7 +70,7 @@ def _target_sentences(run: RunData, case: Case, base: Cost) -> list[str]:
         c = case.cost(name, run.pattern_of(name))
         if c is None or c.net is None:
             continue
-        diff = _difference(run, c, base)
+        diff = net_difference(run, c, base)
         text = f"At {name} ({meta.get('layout', 'revision')}), as written, it costs {net_text(c)}"
         if diff is not None:
             word = "more" if diff.median > 0 else "less"
@@ -87,14 +87,14 @@ def _target_sentences(run: RunData, case: Case, base: Cost) -> list[str]:
                 f"; state lookups per iteration {base.lookups:,.1f} → {c.lookups:,.1f}, states "
                 f"created {base.created or 0:,.2f} → {c.created or 0:,.2f}"
             )
-        sources = _where_from(run, case, meta, c)
+        sources = where_from(run, case, meta, c)
         if sources:
             text += f"; where: {sources}"
         out.append(text + ".")
     return out
 
 
-def _where_from(run: RunData, case: Case, meta: dict[str, Any], c: Cost) -> str:
+def where_from(run: RunData, case: Case, meta: dict[str, Any], c: Cost) -> str:
     """The functions a state group's change comes from: their accesses per iteration at the
     baseline revision and at this one (static counts x how often the scheduler runs them)."""
     base_meta = run.targets.get(run.baseline, {})
@@ -131,7 +131,7 @@ def versus_baseline(run: RunData, case: Case, c: Cost) -> str:
         return "baseline"
     if base is None or run.is_reference(c.strategy):
         return ""
-    diff = _difference(run, c, base)
+    diff = net_difference(run, c, base)
     if diff is None:
         return ""
     sign = "+" if diff.median >= 0 else "-"
@@ -154,7 +154,7 @@ def regime_sentence(run: RunData, case: Case, all_cases: Sequence[Case]) -> str:
         others = [t for t in run.targets if t != run.baseline]
         if others:
             other = c.cost(others[0], run.pattern_of(others[0]))
-            diff = _difference(run, other, base) if other is not None else None
+            diff = net_difference(run, other, base) if other is not None else None
             if diff is None:
                 return ""
             ends.append(f"{interval_us(diff)} ({pct(base.share(diff.median))} of a forward)")
@@ -226,7 +226,7 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
             continue
         if label.startswith("The cheapest") and review is not None and alt.bench == review.bench:
             continue
-        diff = _difference(run, pr, alt)
+        diff = net_difference(run, pr, alt)
         if alt is best:
             best_saving = diff
         if diff is None:
@@ -241,7 +241,7 @@ def verdict_paragraph(run: RunData, case: Case) -> str:
         )
     cached = case.cost(run.baseline, "cached")
     if cached is not None and cached.bench != pr.bench:
-        diff = _difference(run, pr, cached)
+        diff = net_difference(run, pr, cached)
         if diff is not None:
             effect = "saves" if diff.median >= 0 else "costs"
             shown = diff if diff.median >= 0 else negated(diff)
@@ -286,7 +286,7 @@ def sweep_sentences(run: RunData, all_cases: Sequence[Case]) -> list[str]:
             pr = c.cost(run.baseline, run.pattern_of(run.baseline))
             cached = c.cost(run.baseline, "cached")
             if pr is not None and cached is not None:
-                diff = _difference(run, pr, cached)
+                diff = net_difference(run, pr, cached)
                 if diff is not None and diff.significant and diff.median > 0:
                     sig_at.append(value)
             candidates = [

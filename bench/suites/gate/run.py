@@ -7,7 +7,12 @@ import dataclasses
 import random
 from typing import TYPE_CHECKING
 
+from bench.base.gcprobe import GcProbe, gc_paused
+from bench.base.names import BenchName
 from bench.config.runconfig import RunConfig
+from bench.measure.context import SuiteOutput, interleave
+from bench.measure.lookups import Population, build_populations, lookup_subject
+from bench.measure.steps import build_recorders, close_all, step_subjects
 from bench.suites.gate import GATE_REGIME, LOOKUP, STEP
 from bench.suites.spec import Job
 
@@ -16,11 +21,6 @@ if TYPE_CHECKING:
 
 
 def run(ctx: WorkerContext) -> SuiteOutput:
-    from bench.base.gcprobe import GcProbe, gc_paused
-    from bench.base.names import BenchName
-    from bench.measure.context import SuiteOutput, interleave
-    from bench.measure.lookups import Population, build_populations, lookup_subject
-    from bench.measure.steps import build_recorders, close_all, step_subjects
 
     out = SuiteOutput()
     cfg = ctx.config

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bench.base.gcprobe import RAISED_THRESHOLD
+from bench.base.gcprobe import GC_MODES, RAISED_THRESHOLD
 from bench.config.cliargs import SuiteFlag
 from bench.config.runconfig import RunConfig, SuiteOptions
 from bench.runformat.schema import SuiteExtras, merging
@@ -168,7 +168,6 @@ class Options(SuiteOptions):
 
     def validate(self, config: RunConfig) -> None:
         super().validate(config)
-        from bench.base.gcprobe import GC_MODES
 
         if not isinstance(self.background_objects, int) or self.background_objects < 0:
             raise ValueError("background-objects must be >= 0")

@@ -18,13 +18,27 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.base.gcprobe import (
+    GcProbe,
+    apply_gc_mode,
+    build_background_heap,
+    full_collection_ns,
+    gc_paused,
+    per_item_cost,
+    tracked_objects,
+)
 from bench.base.names import BenchName
 from bench.base.storage import read_json, write_json
+from bench.base.timing import StepClock, now_ns, resolve_device, time_loop_ns
 from bench.config.runconfig import RunConfig
+from bench.core.callsites import patterns_for
+from bench.core.scheduler import make_scheduler, warmup_steps
 from bench.measure.context import SuiteOutput, WorkerContext, failure_text, phase
-from bench.runformat.schema import StepSeries
-from bench.suites.gc import GC_PATTERN, KIND, GcExtras, extras_of
+from bench.measure.steps import StepRecorder
+from bench.runformat.schema import GcCounts, StepSeries
+from bench.suites.gc import GC_PATTERN, KIND, GcExtras, HeapFigures, MemoryFigures, extras_of
 from bench.suites.spec import Job
+from strategies import load_external, resolve_run
 from strategies._contract import REVIEW_DESIGN
 
 if TYPE_CHECKING:
@@ -42,8 +56,6 @@ def _make_into(kept: list[Any], make: Any, k: int) -> list[Any]:
 
 
 def _memory(ctx: WorkerContext, out: SuiteOutput) -> None:
-    from bench.base.gcprobe import per_item_cost
-    from bench.suites.gc import MemoryFigures
 
     n = ctx.config.suite(KIND).memory_sample_requests
     ids = array("q", (1, 2, 3, 4))  # one shared prompt: bytes net of a bare request anyway
@@ -99,7 +111,6 @@ def _live_pauses(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
     """The pause of a full collection with L of the strategy's requests alive over the
     background heap (median of FULL_COLLECTIONS), collector enabled and frozen (the heap frozen
     before the requests are built, as after a server's warm-up): gc_live/<s>/live=L/gc=<mode>."""
-    from bench.base.gcprobe import full_collection_ns, tracked_objects
 
     opts = ctx.config.suite(KIND)
     for mode in ("enabled", "frozen"):
@@ -136,8 +147,6 @@ def _death_cost(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
     """What a request's end costs: the strategy's release and the request's last reference
     dropped (a WeakKeyDictionary's callback removes its entry then), ns per request, collector
     paused: death/<s>/metric=ns_per_request."""
-    from bench.base.gcprobe import gc_paused
-    from bench.base.timing import now_ns
 
     with gc_paused():
         reqs = _with_state(ctx, s, DEATHS, "d")
@@ -151,7 +160,6 @@ def _death_cost(ctx: WorkerContext, out: SuiteOutput, s: Strategy) -> None:
 
 
 def _full_collection_s() -> float:
-    from bench.base.timing import time_loop_ns
 
     return time_loop_ns(lambda _n: gc.collect(), 1) / 1e9
 
@@ -168,12 +176,6 @@ def _run_case(
     """One scheduler of the case, warmed up once, then measured in every GC mode in turn (the
     collector's state is set anew for each); full: also a full collection's pause with its live
     population, per mode (the headline designs)."""
-    from bench.base.gcprobe import GcProbe, apply_gc_mode, gc_paused
-    from bench.base.timing import StepClock
-    from bench.core.callsites import patterns_for
-    from bench.core.scheduler import make_scheduler, warmup_steps
-    from bench.measure.steps import StepRecorder
-    from bench.runformat.schema import GcCounts
 
     cfg = ctx.config
     scenario, extra = case
@@ -253,8 +255,6 @@ _HEAP: list[Any] = []
 def _background(ctx: WorkerContext, out: SuiteOutput) -> list[Any]:
     """The background heap, built up to `background_objects` tracked objects in the whole
     process (what it reached recorded in out's extras, keyed by this process's id)."""
-    from bench.base.gcprobe import build_background_heap, gc_paused
-    from bench.suites.gc import HeapFigures
 
     if not _HEAP:
         with gc_paused():
@@ -354,8 +354,6 @@ def run(ctx: WorkerContext) -> SuiteOutput:
 def plan(config: RunConfig) -> list[Job]:
     """Per repetition, one process forking a child per strategy (fork_strategies, on the CPU),
     or one process per strategy, strategies in a seeded shuffled order."""
-    from bench.base.timing import resolve_device
-    from strategies import load_external, resolve_run
 
     opts = config.suite(KIND)
     if opts.fork_strategies and resolve_device(config.device).type == "cpu":

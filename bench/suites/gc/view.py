@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bench.base.names import BenchName, CaseKey
+from bench.report.markup import num, table, tag, td
 from bench.report.viewspec import FamilySpec, FigureSpec
+from bench.stats import median
 from bench.suites.gc import extras_of
+from bench.suites.gc import view_pressure as gcpressure
 from bench.suites.gc.view_checks import (
     check_words,
     counted_aa,
@@ -61,7 +64,6 @@ def _medians(data: SuiteData, kind: str) -> dict[str, float]:
 
 def pressure(data: SuiteData) -> list[Any]:
     """Per strategy, live size and mode, the extra full-collection pause its state costs."""
-    from bench.suites.gc import view_pressure as gcpressure
 
     return gcpressure.extras(
         extras_of(data.extras).memory,
@@ -72,7 +74,6 @@ def pressure(data: SuiteData) -> list[Any]:
 
 
 def _collections(data: SuiteData, name: str) -> Any:
-    from bench.suites.gc import view_pressure as gcpressure
 
     counts = data.extras.gc.get(name)
     return gcpressure.collections(counts) if counts is not None else None
@@ -318,7 +319,6 @@ def terminal_extra(data: SuiteData) -> list[str]:
 
 
 def report_extra(data: SuiteData) -> list[Html]:
-    from bench.report.markup import num, table, tag, td
 
     out = [tag("p", " ".join(verdict_sentences(data)), class_="verdict")]
     extra_rows = [
@@ -428,7 +428,6 @@ def report_extra(data: SuiteData) -> list[Html]:
 def _tracked(data: SuiteData, name: str) -> float:
     """Tracked objects in the heap when measuring began (the PR's entries that outlive release
     are among them), median over processes."""
-    from bench.stats import median
 
     at_start = data.extras.gc[name].tracked_objects_at_start if name in data.extras.gc else []
     return median(at_start) if at_start else 0.0

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from bench.base.names import TWIN_RE, BenchName
 from bench.suites.gc import extras_of
+from bench.suites.gc import view_pressure as gcpressure
+from bench.suites.gc.pause_slope import agreement, pause_slope
 
 if TYPE_CHECKING:
     from bench.report.load import SuiteData
@@ -25,7 +27,6 @@ def _live_runs(data: SuiteData) -> dict[str, list[list[float]]]:
 def slopes(data: SuiteData) -> dict[str, Any]:
     """Per GC mode, the measured full pause's slope per tracked object between the live sizes
     nearest 1,500 and 4,096 (bench.suites.gc.pause_slope)."""
-    from bench.suites.gc.pause_slope import pause_slope
 
     runs = _live_runs(data)
     live_objects = extras_of(data.extras).gc_live_objects
@@ -52,7 +53,6 @@ def _zero_words(slope: Any, *, inside: bool = False) -> str:
 
 def _agreement_words(slope: Any, cost_s: float, *, short: bool = False) -> str:
     """Whether a pooled per-object cost agrees with the slope, or by how much it does not."""
-    from bench.suites.gc.pause_slope import agreement
 
     a = agreement(slope, cost_s)
     if a.within:
@@ -70,7 +70,6 @@ def slope_sentence(
     """The check on the model in one mode: the measured slope with its interval, and whether
     the pooled per-object cost at each of the two sizes agrees with it (objects_per_request:
     also the extra pause those objects would add at the slope, at the first live size)."""
-    from bench.suites.gc import view_pressure as gcpressure
 
     slope = slopes(data).get(mode)
     if slope is None:
@@ -172,7 +171,6 @@ def heap_words(data: SuiteData, *, short: bool = False) -> str:
 def check_words(data: SuiteData, live: int) -> str:
     """The PR section's check on the model, unfrozen: the measured slope and whether the
     pooled per-object cost at `live` agrees with it (empty: no slope measured)."""
-    from bench.suites.gc import view_pressure as gcpressure
 
     slope = slopes(data).get("enabled")
     cost = gcpressure.per_object(

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bench.report.markup import num, table, tag, td
+from bench.report.text import fmt
 from bench.report.viewspec import FamilySpec, FigureSpec
+from bench.stats.derive import net_of, net_ratios
 from bench.suites.lookup import KIND, OPS, REFERENCE, REGIMES
 
 if TYPE_CHECKING:
@@ -47,7 +50,6 @@ def terminal_rows(summaries: list[Summary]) -> list[Summary]:
 
 
 def _net(data: SuiteData) -> tuple[dict[str, Any], dict[str, Any]]:
-    from bench.stats.derive import net_of, net_ratios
 
     net = net_of(data.rounds, reference=REFERENCE, kind=KIND)
     ratios = net_ratios(data.rounds, reference=REFERENCE, baseline=data.baseline, kind=KIND)
@@ -56,7 +58,6 @@ def _net(data: SuiteData) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def terminal_extra(data: SuiteData) -> list[str]:
     """get_hit net of control at the terminal's live size: the strategies' own cost."""
-    from bench.report.text import fmt
 
     net, ratios = _net(data)
     rows = [s for s in terminal_rows(data.summaries) if s.bench.get("op") == "get_hit"]
@@ -83,8 +84,6 @@ def terminal_extra(data: SuiteData) -> list[str]:
 def report_extra(data: SuiteData) -> list[Html]:
     """Net of control: per live size and regime, each strategy's own cost per op and its ratio
     to the baseline's own cost (both paired per round)."""
-    from bench.report.markup import num, table, tag, td
-    from bench.report.text import fmt
 
     net, ratios = _net(data)
     if not net:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bench.config.runconfig import RunConfig, SuiteOptions
+from bench.core import scenarios
+from bench.core.callsites import PATTERNS
 
 if TYPE_CHECKING:
     from bench.core.scenarios import Scenario
@@ -47,7 +49,6 @@ class Options(SuiteOptions):
     pattern: str = "per_field"
 
     def cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
-        from bench.core import scenarios
 
         return scenarios.resolve(
             (self.scenario,), config.scenario_overrides, (self.key, tuple(self.sizes))
@@ -55,8 +56,6 @@ class Options(SuiteOptions):
 
     def validate(self, config: RunConfig) -> None:
         super().validate(config)
-        from bench.core import scenarios
-        from bench.core.callsites import PATTERNS
 
         param = scenarios.PARAMS.get(self.key)
         if param is None or param.kind is not int:

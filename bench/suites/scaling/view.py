@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bench.report.markup import num, table, tag, td
+from bench.report.text import fmt
 from bench.report.viewspec import FamilySpec, FigureSpec
+from bench.stats.derive import scaling_fits
 from bench.suites.scaling import KIND
 
 if TYPE_CHECKING:
@@ -26,7 +29,6 @@ def _key(config: RunConfig) -> str:
 
 
 def _fits(data: SuiteData) -> dict[str, Any]:
-    from bench.stats.derive import scaling_fits
 
     return scaling_fits(data.values, kind=KIND, key=_key(data.config))
 
@@ -55,8 +57,6 @@ def terminal_extra(data: SuiteData) -> list[str]:
 
 
 def report_extra(data: SuiteData) -> list[Html]:
-    from bench.report.markup import num, table, tag, td
-    from bench.report.text import fmt
 
     fits = _fits(data)
     if not fits:

@@ -6,8 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bench.base.names import BenchName, CaseKey
+from bench.report.markup import num, table, tag, td
+from bench.report.text import fmt, fmt_p, fmt_ratio
 from bench.report.viewspec import FamilySpec, FigureSpec
 from bench.runformat.schema import StepSeries
+from bench.stats import quantile_ratio_ci, values_for_quantile
+from bench.stats.cases import ordered_cases
+from bench.stats.derive import param_ratios
+from bench.stats.robust import TAIL_MIN_BEYOND
 from bench.suites.step import KIND
 
 if TYPE_CHECKING:
@@ -22,7 +28,6 @@ NOTE = "Median time of one synthetic scheduler step, per access pattern."
 
 def _pattern_ratios(data: SuiteData) -> dict[str, Any]:
     """per_field / cached for every strategy and case, keyed by the name without the pattern."""
-    from bench.stats.derive import param_ratios
 
     return param_ratios(data.rounds, kind=KIND, key="pattern", num="per_field", den="cached")
 
@@ -49,8 +54,6 @@ def terminal_extra(data: SuiteData) -> list[str]:
 
 
 def report_extra(data: SuiteData) -> list[Html]:
-    from bench.report.markup import num, table, tag, td
-    from bench.report.text import fmt, fmt_p, fmt_ratio
 
     out = []
     if data.percentiles:
@@ -96,7 +99,6 @@ def report_extra(data: SuiteData) -> list[Html]:
 
 
 def _cases(names: Any, config: RunConfig) -> list[CaseKey]:
-    from bench.stats.cases import ordered_cases
 
     return ordered_cases((BenchName.parse(n).case for n in names), config.scenarios)
 
@@ -156,7 +158,6 @@ def cdf_figure(run: RunData, st: dict[str, Any]) -> Any:
 
 def _p99_metric(run: RunData, case: CaseKey) -> Metric | None:
     from bench.report.headline import Cell, Metric
-    from bench.stats import quantile_ratio_ci
 
     data = run.suite("step")
     if data is None:
@@ -227,8 +228,6 @@ _TOO_FEW = "too few iterations"
 
 
 def _tail_rule() -> str:
-    from bench.stats import values_for_quantile
-    from bench.stats.robust import TAIL_MIN_BEYOND
 
     return (
         f"A tail percentile is shown only where at least {TAIL_MIN_BEYOND} recorded iterations "
