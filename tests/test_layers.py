@@ -513,3 +513,19 @@ def test_no_module_outside_a_suite_names_one_in_a_call() -> None:
             ):
                 wrong.append(f"{module}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert not wrong, "\n".join(wrong)
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_runs_past_80_lines() -> None:
+    long = [
+        f"{module}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for module, path in MODULES.items()
+        if module.startswith("bench")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, "\n".join(long)

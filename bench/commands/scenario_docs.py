@@ -120,8 +120,8 @@ def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown() -> str:
-    """docs/SCENARIOS.md."""
+def _intro() -> list[str]:
+    """The page's head and the presets table."""
     out = [
         "# Scenarios",
         "",
@@ -150,6 +150,12 @@ def markdown() -> str:
         out.append(
             f"| `{name}` | {s.loop} | {'yes' if name in DEFAULT_SET else 'no'} | {_md_cell(s.description)}; {_md_cell(_short(s))} |"
         )
+    return out
+
+
+def _loops() -> list[str]:
+    """The loops, arrivals, lengths, and the lookups per call site."""
+    out: list[str] = []
     out += [
         "",
         "`python -m bench run --scenario NAME[,NAME]` selects presets; `--set KEY=VALUE` changes a",
@@ -206,6 +212,12 @@ def markdown() -> str:
     ]
     for site, where, path, per_field, cached in LOOKUPS_BY_PATH:
         out.append(f"| {site} | {where} | {path} | {per_field} | {cached} |")
+    return out
+
+
+def _presets_and_parameters() -> list[str]:
+    """Every preset's parameters with their sources, and what each parameter means."""
+    out: list[str] = []
     out += ["", "## Every preset, every parameter", ""]
     for name, s in PRESETS.items():
         out += [
@@ -235,6 +247,12 @@ def markdown() -> str:
     for key, p in PARAMS.items():
         allowed = p.allowed() + (" or fill" if key == "arrival" else "")
         out.append(f"| `{key}` | {_md_cell(p.doc)} | {_md_cell(allowed)} |")
+    return out
+
+
+def _assumptions() -> list[str]:
+    """The assumptions and the sweeps that test them."""
+    out: list[str] = []
     out += [
         "",
         "## Assumptions, and the sweeps that test them",
@@ -264,6 +282,14 @@ def markdown() -> str:
         "- `stress-transfer-stall`'s waits are set so the queues reach the published per-rank",
         "  lengths (#5450: ~340 bootstrapping, ~150 inflight) at ~2 requests per 8k chunk.",
         "",
+    ]
+    return out
+
+
+def _gc_model() -> list[str]:
+    """The GC model: the heap, the arms, what an iteration allocates, the pauses."""
+    out: list[str] = []
+    out += [
         "## GC model",
         "",
         "What the gc suite's scheduler allocates and keeps, so that CPython's collector runs as it",
@@ -327,6 +353,14 @@ def markdown() -> str:
         "or by how much not. The noise floor is the A/A twin's difference in the measured full",
         "pauses; its counted objects equal the baseline's by construction and bound nothing.",
         "",
+    ]
+    return out
+
+
+def _calibration() -> list[str]:
+    """The queue calibration, and what is not modelled."""
+    out: list[str] = []
+    out += [
         "## Queue calibration",
         "",
         "Queue lengths emerge from the loop; these are the presets checked against published",
@@ -355,4 +389,10 @@ def markdown() -> str:
         "- Pipeline parallelism's extra lookups in the bootstrap queue (1-2 per queued request).",
         "",
     ]
-    return "\n".join(out)
+    return out
+
+
+def markdown() -> str:
+    """docs/SCENARIOS.md."""
+    sections = (_intro, _loops, _presets_and_parameters, _assumptions, _gc_model, _calibration)
+    return "\n".join(line for section in sections for line in section())

@@ -9,13 +9,12 @@ from typing import Any
 from bench.config.cliargs import duration_s, percent
 
 # Adaptive measurement (bench/orchestration/adaptive.py), by default: the suites' budget and
-# the precision each family is measured to. The default run's baseline cost per iteration to +-15% in every default
-# scenario within ~6 minutes here (2 cores), the quick run's to +-50% (an interval that excludes
-# zero) within a minute; `--budget off` runs the fixed plan (each suite its `workers`). The
-# budget covers the suites; the selfcheck (~10 s), the report (~12 s) and starting the workers
-# come on top: 330 s of suites made 6m00s and 6m01s with both memory regimes, the candidate in
-# the evicted cases and the 1.08M-object gc heap here (2026-12-01), so 315 s leave ~15 s to
-# spare of 6 minutes.
+# the precision each family is measured to. The default run aims at the baseline's cost per
+# iteration to +-15% in every default scenario within 6 minutes on 2 cores, the quick run's to
+# +-50% (an interval that excludes zero) within a minute; `--budget off` runs the fixed plan
+# (each suite its `workers`). The budget covers the suites only, so it is set below 6 minutes by
+# what the selfcheck, the report and starting the workers take (measured: docs/REGIMES.md,
+# "What the defaults cost").
 BUDGET_DEFAULT = object()
 RUN_BUDGET_S = 315.0
 QUICK_BUDGET_S = 40.0

@@ -141,7 +141,7 @@ def _calibrate_loops(
     return max(1, round(probe * pct / min(growth)))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench.gate.selftest")
     ap.add_argument("--mode", choices=("wall", "instructions"), default="wall")
     ap.add_argument("--runs", type=int, default=10)
@@ -160,7 +160,74 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="read gate results already in the output folder instead of measuring them again",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _plan(args: argparse.Namespace, repo: Path, out_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The arms: the A/A run, then each injected slowdown (wall) or calibrated growth."""
+    plan: list[tuple[str, dict[str, Any]]] = [("aa", {})]
+    if args.mode == "wall":
+        plan += [(f"slow{p:g}", {"slowdown_pct": p}) for p in args.slowdown_pct or [10.0]]
+    else:
+        for pct in args.instr_increase_pct or [1.1]:
+            loops = _calibrate_loops(repo, out_dir, pct, args.gate_arg, resume=args.resume)
+            plan.append((f"instr+{pct:g}", {"extra_loops": loops, "target_pct": pct}))
+    return plan
+
+
+def _arm(
+    args: argparse.Namespace, repo: Path, out_dir: Path, label: str, injection: dict[str, Any]
+) -> dict[str, Any]:
+    """Run one arm's gates (`args.runs` of them) and count what each flagged."""
+    _git(repo, "checkout", "-q", "--", ".")
+    kw = {k: v for k, v in injection.items() if k in ("slowdown_pct", "extra_loops")}
+    if kw:
+        _inject(repo, **kw)
+    scheduler = repo / "bench" / "core" / "scheduler.py"
+    labelled = scheduler.read_text()
+    step_flags = lookup_flags = step_total = lookup_total = runs_flagged = 0
+    changes: list[float] = []
+    seconds: list[float] = []
+    cpu_seconds: list[float] = []  # what the gate costs whatever else the machine runs
+    for i in range(args.runs):
+        out = out_dir / f"{label}-{i}.json"
+        if args.mode == "instructions":
+            scheduler.write_text(labelled)
+            _layout_pad(repo, i)
+        if args.resume and out.is_file():
+            result = json.loads(out.read_text())
+            took = "read from an earlier run"
+        else:
+            started, cpu_before = dt.datetime.now(), _children_cpu_s()
+            result = _gate(repo, out, args.mode, args.gate_arg)
+            seconds.append((dt.datetime.now() - started).total_seconds())
+            cpu_seconds.append(_children_cpu_s() - cpu_before)
+            took = f"{seconds[-1]:.0f} s, {cpu_seconds[-1]:.0f} s of CPU"
+        for row in result["results"]:
+            failed = row["verdict"] == "regression"
+            if row["benchmark"].startswith("step/"):
+                step_total += 1
+                step_flags += failed
+                changes.append(row["change_pct"])
+            else:
+                lookup_total += 1
+                lookup_flags += failed
+        print(f"{label} run {i + 1}/{args.runs}: status {result['status']} ({took})", flush=True)
+        runs_flagged += result["status"] == "regression"
+    return {
+        "runs_flagged": runs_flagged,
+        **injection,
+        "runs": args.runs,
+        "step_benchmarks_flagged": f"{step_flags}/{step_total}",
+        "lookup_benchmarks_flagged (untouched)": f"{lookup_flags}/{lookup_total}",
+        "step_change_pct_range": [min(changes), max(changes)] if changes else None,
+        "gate_seconds_median": median(seconds) if seconds else None,
+        "gate_cpu_seconds_median": median(cpu_seconds) if cpu_seconds else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {
@@ -174,65 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "-m", "baseline")
         summary["commit"] = _commit_of_root()
-        plan: list[tuple[str, dict[str, Any]]] = [("aa", {})]
-        if args.mode == "wall":
-            plan += [(f"slow{p:g}", {"slowdown_pct": p}) for p in args.slowdown_pct or [10.0]]
-        else:
-            for pct in args.instr_increase_pct or [1.1]:
-                loops = _calibrate_loops(repo, out_dir, pct, args.gate_arg, resume=args.resume)
-                plan.append((f"instr+{pct:g}", {"extra_loops": loops, "target_pct": pct}))
-        for label, injection in plan:
-            _git(repo, "checkout", "-q", "--", ".")
-            kw = {k: v for k, v in injection.items() if k in ("slowdown_pct", "extra_loops")}
-            if kw:
-                _inject(repo, **kw)
-            scheduler = repo / "bench" / "core" / "scheduler.py"
-            labelled = scheduler.read_text()
-            step_flags = lookup_flags = step_total = lookup_total = 0
-            changes: list[float] = []
-            seconds: list[float] = []
-            cpu_seconds: list[float] = []  # what the gate costs whatever else the machine runs
-            for i in range(args.runs):
-                out = out_dir / f"{label}-{i}.json"
-                if args.mode == "instructions":
-                    scheduler.write_text(labelled)
-                    _layout_pad(repo, i)
-                if args.resume and out.is_file():
-                    result = json.loads(out.read_text())
-                    took = "read from an earlier run"
-                else:
-                    started, cpu_before = dt.datetime.now(), _children_cpu_s()
-                    result = _gate(repo, out, args.mode, args.gate_arg)
-                    seconds.append((dt.datetime.now() - started).total_seconds())
-                    cpu_seconds.append(_children_cpu_s() - cpu_before)
-                    took = f"{seconds[-1]:.0f} s, {cpu_seconds[-1]:.0f} s of CPU"
-                for row in result["results"]:
-                    failed = row["verdict"] == "regression"
-                    if row["benchmark"].startswith("step/"):
-                        step_total += 1
-                        step_flags += failed
-                        changes.append(row["change_pct"])
-                    else:
-                        lookup_total += 1
-                        lookup_flags += failed
-                caught = result["status"] == "regression"
-                print(
-                    f"{label} run {i + 1}/{args.runs}: status {result['status']} ({took})",
-                    flush=True,
-                )
-                summary.setdefault(label, {}).setdefault("runs_flagged", 0)
-                summary[label]["runs_flagged"] += caught
-            summary[label].update(
-                {
-                    **injection,
-                    "runs": args.runs,
-                    "step_benchmarks_flagged": f"{step_flags}/{step_total}",
-                    "lookup_benchmarks_flagged (untouched)": f"{lookup_flags}/{lookup_total}",
-                    "step_change_pct_range": [min(changes), max(changes)] if changes else None,
-                    "gate_seconds_median": median(seconds) if seconds else None,
-                    "gate_cpu_seconds_median": median(cpu_seconds) if cpu_seconds else None,
-                }
-            )
+        for label, injection in _plan(args, repo, out_dir):
+            summary[label] = _arm(args, repo, out_dir, label, injection)
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return 0

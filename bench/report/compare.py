@@ -280,24 +280,9 @@ def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) 
         rb, rh = _anchored(base, suite, name, anchor), _anchored(head, suite, name, anchor)
         if rb is not None and rh is not None:
             changes[name] = stats.hierarchical_compare(rh, rb, paired=False)
-    # The twins' anchored change against their originals', per family: the drift the anchor
-    # leaves between the runs (1 where it cancelled everything).
-    between: dict[object, float] = {}
+    specs = {name: (head.suite(b[name][0]) or base.suite(b[name][0])).spec for name in common}  # type: ignore[union-attr]  # declaration
+    between = _between(head, common, changes, anchor, specs)
     rows = []
-    specs = {}
-    for name in common:
-        suite = b[name][0]
-        spec = (head.suite(suite) or base.suite(suite)).spec  # type: ignore[union-attr]  # declaration
-        specs[name] = spec
-        bench = BenchName.parse(name)
-        twin_of = head.strategies[bench.strategy].twin_of if head.is_twin(bench.strategy) else None
-        original = str(bench.with_strategy(twin_of)) if twin_of else None
-        if original is not None and name in changes and original in changes:
-            family = noise_family(bench, None if spec is None else spec.noise_keys)
-            deviation = abs(changes[name].ratio / changes[original].ratio - 1.0)
-            between[family] = max(between.get(family, 0.0), deviation)
-    for family, spread in _spreads(head, common, changes, anchor, specs).items():
-        between[family] = max(between.get(family, 0.0), spread)
     single: set[str] = set()
     for name in common:
         suite, unit, base_runs = b[name]
@@ -352,6 +337,30 @@ def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) 
         differences=list(differences or []),
         single_process=sorted(single),
     )
+
+
+def _between(
+    head: RunData,
+    common: list[str],
+    changes: dict[str, stats.Comparison],
+    anchor: Anchor,
+    specs: dict[str, Any],
+) -> dict[object, float]:
+    """The twins' anchored change against their originals', per family: the drift the anchor
+    leaves between the runs (1 where it cancelled everything); widened by _spreads."""
+    between: dict[object, float] = {}
+    for name in common:
+        spec = specs[name]
+        bench = BenchName.parse(name)
+        twin_of = head.strategies[bench.strategy].twin_of if head.is_twin(bench.strategy) else None
+        original = str(bench.with_strategy(twin_of)) if twin_of else None
+        if original is not None and name in changes and original in changes:
+            family = noise_family(bench, None if spec is None else spec.noise_keys)
+            deviation = abs(changes[name].ratio / changes[original].ratio - 1.0)
+            between[family] = max(between.get(family, 0.0), deviation)
+    for family, spread in _spreads(head, common, changes, anchor, specs).items():
+        between[family] = max(between.get(family, 0.0), spread)
+    return between
 
 
 def _words(row: Row) -> str:

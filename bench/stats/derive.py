@@ -108,31 +108,8 @@ def summarize(
     runs pair by position). CIs and ratios come from a hierarchical bootstrap
     (robust.hierarchical_compare); verdicts from classify(), held to the noise floor of the
     baseline's A/A twins."""
-    compared: dict[str, robust.Comparison] = {}
-    legacy: dict[str, str] = {}
-    rounds = Rounds(runs, workers or {})
-    for text in runs:
-        bench = BenchName.parse(text)
-        base_name = str(bench.with_strategy(baseline))
-        shared = rounds.groups(text, base_name) if paired else None
-        if shared is not None:
-            mine, base = _groups(shared[0]), _groups(shared[1])
-        else:
-            mine, base = _groups(runs[text]), _groups(runs.get(base_name, []))
-        flat = [v for g in mine for v in g]
-        flat_base = [v for g in base for v in g]
-        if bench.strategy == baseline or len(flat) < 2 or len(flat_base) < 2:
-            continue
-        compared[text] = robust.hierarchical_compare(mine, base, paired=paired)
-        old = robust.compare(flat, flat_base, paired=paired)
-        legacy[text] = legacy_classify(old.ratio, old.ci_low, old.ci_high, old.p_value)
-    # The noise floor of a family: how far each A/A twin of the baseline strays on it.
-    deviation: dict[tuple[object, str], float] = {}  # (family, twin) -> aa_deviation
-    for text, twin_cmp in compared.items():
-        bench = BenchName.parse(text)
-        if twin_of(bench.strategy) == baseline:
-            key = (noise_family(bench, noise_keys), bench.strategy)
-            deviation[key] = max(deviation.get(key, 0.0), aa_deviation(twin_cmp))
+    compared, legacy = _comparisons(runs, baseline, paired, workers)
+    deviation = _aa_deviations(compared, baseline, noise_keys)
     out = []
     for text in sorted(runs):
         groups = _groups(runs[text])
@@ -179,6 +156,50 @@ def summarize(
             )
         )
     return out
+
+
+def _comparisons(
+    runs: Mapping[str, Sequence[Sequence[float]]],
+    baseline: str,
+    paired: bool,
+    workers: Mapping[str, Sequence[int]] | None,
+) -> tuple[dict[str, robust.Comparison], dict[str, str]]:
+    """Every benchmark against the baseline's (hierarchical bootstrap), and the legacy verdict."""
+    compared: dict[str, robust.Comparison] = {}
+    legacy: dict[str, str] = {}
+    rounds = Rounds(runs, workers or {})
+    for text in runs:
+        bench = BenchName.parse(text)
+        base_name = str(bench.with_strategy(baseline))
+        shared = rounds.groups(text, base_name) if paired else None
+        if shared is not None:
+            mine, base = _groups(shared[0]), _groups(shared[1])
+        else:
+            mine, base = _groups(runs[text]), _groups(runs.get(base_name, []))
+        flat = [v for g in mine for v in g]
+        flat_base = [v for g in base for v in g]
+        if bench.strategy == baseline or len(flat) < 2 or len(flat_base) < 2:
+            continue
+        compared[text] = robust.hierarchical_compare(mine, base, paired=paired)
+        old = robust.compare(flat, flat_base, paired=paired)
+        legacy[text] = legacy_classify(old.ratio, old.ci_low, old.ci_high, old.p_value)
+    return compared, legacy
+
+
+def _aa_deviations(
+    compared: Mapping[str, robust.Comparison],
+    baseline: str,
+    noise_keys: Mapping[str, Sequence[str]] | None,
+) -> dict[tuple[object, str], float]:
+    """The noise floor of a family: how far each A/A twin of the baseline strays on it,
+    keyed by (family, twin)."""
+    deviation: dict[tuple[object, str], float] = {}
+    for text, twin_cmp in compared.items():
+        bench = BenchName.parse(text)
+        if twin_of(bench.strategy) == baseline:
+            key = (noise_family(bench, noise_keys), bench.strategy)
+            deviation[key] = max(deviation.get(key, 0.0), aa_deviation(twin_cmp))
+    return deviation
 
 
 def noise_floors(

@@ -35,11 +35,11 @@ ORDER = 30
 KIND = "gc"
 PAIRED = False  # one worker process per strategy: values of two strategies share no round
 # With one process per strategy, how often collections land is a property of the process, not of
-# the scenario: a noise family is the GC mode (the A/A twin strayed 25-32% on prefill cases and
-# 2% on decode ones in the same quick run).
+# the scenario: a noise family is the GC mode (the A/A twin's spread by case: docs/REGIMES.md,
+# "What the defaults cost").
 NOISE_KEYS = {"gc": ("gc",), "gc_full": ("gc",)}
 BUDGET_SHARE = (
-    1.7  # its plan's share of the budget (fixed: not adaptive; ~90 s here over the 1.08M heap)
+    1.7  # its plan's share of the budget (fixed, not adaptive: the heap is built once per process)
 )
 SHARED = ("GC_PATTERN",)
 

@@ -115,64 +115,84 @@ def verdict_sentences(data: SuiteData) -> list[str]:
     the measured pause's slope; the A/A floor of the measured pause; the heap built; the
     collections the scenarios saw per 1,000 iterations; and what a request's death costs."""
     base = data.config.baseline
-    out = []
     by = {(e.live, e.mode): e for e in pressure(data) if e.strategy == base}
-    if by:
-        n = next(iter(by.values())).objects_per_request
-        parts = []
-        for live in data.config.suite("gc").live_sizes:
-            for mode, words in (("enabled", "unfrozen"), ("frozen", "with the heap frozen")):
-                e = by.get((live, mode))
-                if e is None or e.pause_s is None:
-                    continue
-                parts.append(
-                    f"{words}, at {live:,} live requests {e.extra_s * 1e3:+,.3f} ms "
-                    f"[{e.low_s * 1e3:+,.3f}, {e.high_s * 1e3:+,.3f}] per full collection "
-                    f"({(e.share or 0) * 100:+.2f}% of its measured {e.pause_s * 1e3:,.1f} ms)"
-                )
-        out.append(
-            f"{base}'s state adds {n:+,.2f} GC-tracked objects per live request (net of a bare "
-            "request, counted). Modelled extra pause (those objects x the live requests x a "
-            "per-object cost pooled over processes; the interval is that cost's spread only): "
-            + "; ".join(parts)
-            + "."
-        )
-        checks = [
-            x
-            for x in (
-                slope_sentence(data, "enabled", "unfrozen", n),
-                slope_sentence(data, "frozen", "frozen", n),
-            )
-            if x
-        ]
-        if checks:
-            out.append("Check on the model: " + "; ".join(checks) + ".")
-        twins = twins_of(data, base)
-        if twins:
-            floor_on, floor_ms_on = measured_floor(data, base, twins, "enabled")
-            floor_fr, floor_ms_fr = measured_floor(data, base, twins, "frozen")
-            text = (
-                f"A/A floor (measured full pauses): {', '.join(twins)} differs from {base} by up "
-                f"to {floor_on:.1f}% ({floor_ms_on * 1e3:,.2f} ms) unfrozen and {floor_fr:.1f}% "
-                f"({floor_ms_fr * 1e3:,.2f} ms) frozen at the live sizes"
-            )
-            first = by.get((data.config.suite("gc").live_sizes[0], "enabled"))
-            if first is not None and first.pause_s is not None and floor_ms_on:
-                under = abs(first.extra_s) < floor_ms_on
-                text += f"; the modelled {first.extra_s * 1e3:+,.2f} ms at {first.live:,} is " + (
-                    "under it: too small for these measured pauses to show" if under else "over it"
-                )
-            counted = counted_aa(data, base, twins)
-            if counted is not None:
-                text += (
-                    f". Counted, not a floor: its tracked objects per request differ by "
-                    f"{counted:.1f}% (exact counts of identical code: 0 by construction, as is "
-                    "its modelled extra pause's difference)"
-                )
-            out.append(text + ".")
+    out = _pressure_sentences(data, base, by) if by else []
     heap = heap_words(data)
     if heap:
         out.append(heap[0].upper() + heap[1:] + ".")
+    out += _collection_sentences(data, base)
+    death = _medians(data, "death")
+    mine = death.get(str(BenchName.of("death", base, metric="ns_per_request")))
+    if mine is not None:
+        out.append(
+            f"A request's end (release and its last reference dropped) costs {base} "
+            f"{mine * 1e9:,.0f} ns."
+        )
+    return out
+
+
+def _pressure_sentences(data: SuiteData, base: str, by: dict[tuple[int, str], Any]) -> list[str]:
+    """The modelled extra pause per live size and mode, the check on the model, the A/A floor."""
+    out = []
+    n = next(iter(by.values())).objects_per_request
+    parts = []
+    for live in data.config.suite("gc").live_sizes:
+        for mode, words in (("enabled", "unfrozen"), ("frozen", "with the heap frozen")):
+            e = by.get((live, mode))
+            if e is None or e.pause_s is None:
+                continue
+            parts.append(
+                f"{words}, at {live:,} live requests {e.extra_s * 1e3:+,.3f} ms "
+                f"[{e.low_s * 1e3:+,.3f}, {e.high_s * 1e3:+,.3f}] per full collection "
+                f"({(e.share or 0) * 100:+.2f}% of its measured {e.pause_s * 1e3:,.1f} ms)"
+            )
+    out.append(
+        f"{base}'s state adds {n:+,.2f} GC-tracked objects per live request (net of a bare "
+        "request, counted). Modelled extra pause (those objects x the live requests x a "
+        "per-object cost pooled over processes; the interval is that cost's spread only): "
+        + "; ".join(parts)
+        + "."
+    )
+    checks = [
+        x
+        for x in (
+            slope_sentence(data, "enabled", "unfrozen", n),
+            slope_sentence(data, "frozen", "frozen", n),
+        )
+        if x
+    ]
+    if checks:
+        out.append("Check on the model: " + "; ".join(checks) + ".")
+    twins = twins_of(data, base)
+    if not twins:
+        return out
+    floor_on, floor_ms_on = measured_floor(data, base, twins, "enabled")
+    floor_fr, floor_ms_fr = measured_floor(data, base, twins, "frozen")
+    text = (
+        f"A/A floor (measured full pauses): {', '.join(twins)} differs from {base} by up "
+        f"to {floor_on:.1f}% ({floor_ms_on * 1e3:,.2f} ms) unfrozen and {floor_fr:.1f}% "
+        f"({floor_ms_fr * 1e3:,.2f} ms) frozen at the live sizes"
+    )
+    first = by.get((data.config.suite("gc").live_sizes[0], "enabled"))
+    if first is not None and first.pause_s is not None and floor_ms_on:
+        under = abs(first.extra_s) < floor_ms_on
+        text += f"; the modelled {first.extra_s * 1e3:+,.2f} ms at {first.live:,} is " + (
+            "under it: too small for these measured pauses to show" if under else "over it"
+        )
+    counted = counted_aa(data, base, twins)
+    if counted is not None:
+        text += (
+            f". Counted, not a floor: its tracked objects per request differ by "
+            f"{counted:.1f}% (exact counts of identical code: 0 by construction, as is "
+            "its modelled extra pause's difference)"
+        )
+    out.append(text + ".")
+    return out
+
+
+def _collection_sentences(data: SuiteData, base: str) -> list[str]:
+    """Per case: the collections per 1,000 iterations each gc mode saw, and their pauses."""
+    out = []
     for case in _cases(data):
         bits = []
         for mode in _modes(data):
@@ -189,13 +209,6 @@ def verdict_sentences(data: SuiteData) -> list[str]:
             )
         if bits:
             out.append(f"{case.short}, {base}: " + "; ".join(bits) + ".")
-    death = _medians(data, "death")
-    mine = death.get(str(BenchName.of("death", base, metric="ns_per_request")))
-    if mine is not None:
-        out.append(
-            f"A request's end (release and its last reference dropped) costs {base} "
-            f"{mine * 1e9:,.0f} ns."
-        )
     return out
 
 
@@ -319,8 +332,13 @@ def terminal_extra(data: SuiteData) -> list[str]:
 
 
 def report_extra(data: SuiteData) -> list[Html]:
-
+    """The gc suite's section of report.html: the verdict, the modelled extra pause, the
+    collections per 1,000 iterations per case and mode, memory per request."""
     out = [tag("p", " ".join(verdict_sentences(data)), class_="verdict")]
+    return out + _pressure_section(data) + _rates_section(data) + _memory_section(data)
+
+
+def _pressure_section(data: SuiteData) -> list[Html]:
     extra_rows = [
         (
             td(tag("code", e.strategy)),
@@ -333,6 +351,7 @@ def report_extra(data: SuiteData) -> list[Html]:
         )
         for e in pressure(data)
     ]
+    out: list[Html] = []
     if extra_rows:
         out += [
             tag("h3", "What the state adds to a full collection (modelled)"),
@@ -361,6 +380,11 @@ def report_extra(data: SuiteData) -> list[Html]:
                 extra_rows,
             ),
         ]
+    return out
+
+
+def _rates_section(data: SuiteData) -> list[Html]:
+    out: list[Html] = []
     for case in _cases(data):
         for mode in _modes(data):
             rows = [
@@ -390,6 +414,11 @@ def report_extra(data: SuiteData) -> list[Html]:
             why = _not_exercised(base, mode)
             if why:
                 out.append(tag("p", f"Not exercised: {why}.", class_="note"))
+    return out
+
+
+def _memory_section(data: SuiteData) -> list[Html]:
+    out: list[Html] = []
     memory = extras_of(data.extras).memory
     if memory:
         mem_rows = [

@@ -74,8 +74,8 @@ class Options(SuiteOptions):
     workers: int = 2
     values: int = 3
     # Live requests holding state. The largest scheduler preset holds 4,096 (stress-decode-max);
-    # 1e5 (add it with lookup_sizes) built 10 x 1e5 requests per regime and took 266 of the
-    # suite's 424 s here, for a figure no default verdict reads.
+    # 1e5 (add it with lookup_sizes) costs most of the suite's time for a figure no default
+    # verdict reads (docs/REGIMES.md, "What the defaults cost").
     sizes: tuple[int, ...] = (1_000, 10_000)
     min_value_ns: int = 5_000_000  # calibrate loops so one value takes at least 5 ms
     miss_batch: int = 1_000  # fresh requests per get_miss value (creation is untimed)

@@ -41,7 +41,8 @@ class Options(SuiteOptions):
 
     workers: int = 2
     # one scenario's step cost as its size parameter grows: 64 to 1,024 spans 16x (4,096, the
-    # stress-decode-max preset, took 49 of the suite's 68 s here; add it with scaling_sizes)
+    # stress-decode-max preset, would take most of the suite's time: docs/REGIMES.md; add it
+    # with scaling_sizes)
     scenario: str = "decode-dspark"
     key: str = "decode_batch"
     sizes: tuple[int, ...] = (64, 256, 1024)
