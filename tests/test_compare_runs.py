@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -151,11 +150,8 @@ def test_the_spread_of_unchanged_strategies_raises_the_floor() -> None:
 
     names = [STEP.format(s) for s in ("a", "b", "c", "d", "e", "f")]
     changes = dict(zip(names, map(cmp, (1.0, 1.1, 0.9, 1.05, 0.95, 1.8)), strict=True))
-    anchor = compare.Anchor(("a", "b", "c", "d", "e"), ("f",))
-
-    head = SimpleNamespace(strategies={})  # the strategies' metadata the spread reads
-    spreads = compare._spreads(head, names, changes, anchor, dict.fromkeys(names))  # type: ignore[arg-type]
-    (floor,) = spreads.values()
+    unchanged = {"a", "b", "c", "d", "e"}  # the anchor's strategies; f's code changed
+    (floor,) = compare.spreads(names, changes, unchanged, dict.fromkeys(names)).values()
     # log changes of the five unchanged: MAD 0.0513 -> 3 x 1.4826 x MAD -> exp(..) - 1 = 25.6%
     assert floor == pytest.approx(0.256, abs=0.01)
     assert abs(1.8 - 1) > floor  # the changed strategy's 80% still stands out

@@ -9,15 +9,8 @@ from bench.base.errors import UsageError
 from bench.base.storage import ROOT
 from bench.commands.real import parse_set
 from bench.commands.target import add_min_replayed_option, add_trust_option
-from bench.config.cliargs import (
-    Adder,
-    Command,
-    Option,
-    SubParsers,
-    csv_list,
-    positive_int,
-    register_commands,
-)
+from bench.config import cliargs
+from bench.config.cliargs import Adder, Option, SubParsers, csv_list, positive_int
 from bench.gate.config import load_gate_config
 from bench.gate.run import TargetSpec, run_gate
 from bench.real import presets as rp
@@ -191,4 +184,4 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     gate_help = (
         "regression gate: the working tree against a baseline (exit 0 pass, 1 regression, 2 error)"
     )
-    register_commands(sub, (Command("gate", gate_help, _GATE, _cmd_gate),))
+    cliargs.register_commands(sub, (cliargs.Command("gate", gate_help, _GATE, _cmd_gate),))

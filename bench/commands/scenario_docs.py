@@ -120,6 +120,101 @@ def _md_cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+_ASSUMPTIONS_MD = """
+## Assumptions, and the sweeps that test them
+
+- `cached_prefix_max_frac` 0.5: no published distribution of decode-side prefix hits;
+  `--sweep cached_prefix_max_frac=0,0.25,0.5,0.9` shows its effect.
+- `decode_pool_rows` 16384: the decode side's receive pool is assumed sized like the
+  prefill pool; it caps PD requests in flight at about pool / hidden_len;
+  `--sweep decode_pool_rows=16384,65536,262144`.
+- ShareGPT's length spread (sigma 1.0): only the means are published.
+- `batch_objects_per_request` 2: objects a batch request's round leaves alive until its
+  next round, estimated from the code (a new `Range`, schedule_batch.py:1154, and a new
+  `prefix_indices` tensor from match_prefix, schedule_batch.py:1245-1252): a lower bound,
+  since per-batch lists and tensors' Python wrappers are not counted;
+  `--sweep batch_objects_per_request=0,2,8,32`. The rest of an iteration's allocations are
+  the GC model's (below), each an estimate with its own sweep.
+- `accepted_tokens_per_verify` 1: DSpark accepts several draft tokens per verify, so a
+  decode request finishes in fewer forwards and more requests are admitted and released
+  per iteration than one token per forward implies; no acceptance length is published for
+  this deployment: `--sweep accepted_tokens_per_verify=1,2,4` on decode-dspark.
+- decode-dspark's 90 ms forward is a step time derived from throughput, an upper bound on
+  the forward (it includes exposed host time): its shares of a forward are lower bounds.
+- `kv_capacity_tokens` 500,000 and `ack_delay` 1: assumptions (no published figure);
+  the first only binds when inflight requests pile up (stress presets).
+- `stress-decode-max` reuses decode-dspark's 90 ms forward: a real 4,096-request forward
+  is slower, so its share of a forward is an upper bound.
+- `stress-transfer-stall`'s waits are set so the queues reach the published per-rank
+  lengths (#5450: ~340 bootstrapping, ~150 inflight) at ~2 requests per 8k chunk.
+"""
+
+
+_GC_MODEL_MD = """## GC model
+
+What the gc suite's scheduler allocates and keeps, so that CPython's collector runs as it
+does in SGLang's scheduler process. Code read at sgl-project/sglang d55f1c28e2
+(2026-08-18); object counts are GC-tracked objects (containers, class instances, tensor
+wrappers; ints, floats, strings and dicts of atomic values are not tracked).
+
+**The long-lived heap.** `background_objects` 1,080,000 (gc suite option,
+`--background-objects N`): sgl-project/sglang PR #30693 measured ~1.08M gen-2 objects in
+the scheduler process alone, "dominated by static import-graph objects"; issue #30596
+counts ~2.5-2.7M across the tokenizer manager, scheduler and detokenizer and full
+collections of ~400-430 ms at that population. That count is the whole process, imports
+included, so the harness builds its heap until the worker process tracks 1,080,000 objects
+in all (`gc.get_objects()`): what the process already tracks (~165k with torch imported,
+counted before building) is part of it, and the rest is units of a dict holding a list, a
+small class instance, a list and a tensor-wrapper stand-in, in a tuple that is tracked too
+(6 objects a unit, counted as it is built; bench/base/gcprobe.py). The count reached, within
+a unit of the target, is recorded per worker process (gc.extra.json, `heaps`) and shown
+beside the GC figures. It is built once per worker, and the forked children inherit it.
+
+**The arms.** `enabled`: CPython's default thresholds (700, 10, 10): `--gc-threshold` is
+applied by `gc.set_threshold` only in the engine's main process
+(entrypoints/engine.py:1750-1751, inside `_set_envs_and_config`, which spawns the
+scheduler at engine.py:1747), so the scheduler runs the defaults. `frozen`: `gc.freeze()`
+after warm-up, SGLang's default since PR #34999 (commit 9be3044b9c, 2026-08-16: the HTTP
+server posts `/freeze_gc` after its warm-up request, http_server.py:2357-2399; the freeze
+itself, utils/common.py:4013-4022, runs no collection first; no switch turns it off).
+`raised`: the youngest threshold raised 16x to (11,200, 10, 10), an assumption (SGLang's
+`--gc-threshold` has no default, server_args.py:1252).
+
+**What an iteration allocates, and how long it lives** (each a scenario parameter, an
+estimate with a sweep; the full rows are in the presets above):
+
+- freed within the iteration: `iteration_objects_per_request` (decode 3: the normalised
+  `[[t] for t in ids]` lists, batch_result_processor.py:933-938, and two array slices per
+  streamed request, output_streamer.py:401,416; prefill 1) and `iteration_objects_fixed`
+  (decode 45: the ForwardBatch and its lists, forward_batch_info.py:704-950, the tensors of
+  prepare_for_decode, schedule_batch.py:3078-3080, the stream accumulator's 26 lists,
+  output_streamer.py:265-266, the BatchTokenIDOutput; prefill 38). Freed by reference
+  counting, they start a young collection only when they are alive at once past the
+  threshold: CPython counts allocations minus deallocations.
+- kept as long as the request: `request_objects_per_iteration` (0 by default: plain
+  output ids extend one `array('q')`, schedule_batch.py:865; with top-logprobs, 2 lists per
+  request per token, batch_result_processor.py:943-987:
+  `--sweep request_objects_per_iteration=0,2,4`).
+- kept for the server's life: `server_objects_per_request` (5: the radix-cache node split
+  and leaf a finished request inserts, mem_cache/radix_cache.py:458).
+
+**Full-collection pauses** are timed with 1,500 and 4,096 live requests holding state over
+the heap: ~1,500 is where PR #36366 reports automatic gen-2 collections pausing the
+scheduler 100-350 ms "every few decode steps"; 4,096 the high end of
+max_running_requests per DP worker. Each strategy's extra pause is modelled, not measured:
+its tracked objects per request (counted exactly, net of a bare request, signed: a state
+that removes objects reads negative) times the live requests times the per-object cost of
+that collection (each process's measured pause over the objects it traversed, pooled over
+processes; the interval is that cost's spread, not the pause's). The model is checked
+against the measurement: the measured pause's slope per tracked object from 1,500 to 4,096
+live requests (the two sizes paired within each process, pooled over processes, with a
+two-level bootstrap interval; the nearest measured sizes when those are not measured),
+which the verdict compares with the pooled per-object cost: within the slope's interval,
+or by how much not. The noise floor is the A/A twin's difference in the measured full
+pauses; its counted objects equal the baseline's by construction and bound nothing.
+"""
+
+
 def _intro() -> list[str]:
     """The page's head and the presets table."""
     out = [
@@ -155,8 +250,7 @@ def _intro() -> list[str]:
 
 def _loops() -> list[str]:
     """The loops, arrivals, lengths, and the lookups per call site."""
-    out: list[str] = []
-    out += [
+    out = [
         "",
         "`python -m bench run --scenario NAME[,NAME]` selects presets; `--set KEY=VALUE` changes a",
         "parameter in every selected preset (the manifest records it and the report says",
@@ -252,115 +346,17 @@ def _presets_and_parameters() -> list[str]:
 
 def _assumptions() -> list[str]:
     """The assumptions and the sweeps that test them."""
-    out: list[str] = []
-    out += [
-        "",
-        "## Assumptions, and the sweeps that test them",
-        "",
-        "- `cached_prefix_max_frac` 0.5: no published distribution of decode-side prefix hits;",
-        "  `--sweep cached_prefix_max_frac=0,0.25,0.5,0.9` shows its effect.",
-        "- `decode_pool_rows` 16384: the decode side's receive pool is assumed sized like the",
-        "  prefill pool; it caps PD requests in flight at about pool / hidden_len;",
-        "  `--sweep decode_pool_rows=16384,65536,262144`.",
-        "- ShareGPT's length spread (sigma 1.0): only the means are published.",
-        "- `batch_objects_per_request` 2: objects a batch request's round leaves alive until its",
-        "  next round, estimated from the code (a new `Range`, schedule_batch.py:1154, and a new",
-        "  `prefix_indices` tensor from match_prefix, schedule_batch.py:1245-1252): a lower bound,",
-        "  since per-batch lists and tensors' Python wrappers are not counted;",
-        "  `--sweep batch_objects_per_request=0,2,8,32`. The rest of an iteration's allocations are",
-        "  the GC model's (below), each an estimate with its own sweep.",
-        "- `accepted_tokens_per_verify` 1: DSpark accepts several draft tokens per verify, so a",
-        "  decode request finishes in fewer forwards and more requests are admitted and released",
-        "  per iteration than one token per forward implies; no acceptance length is published for",
-        "  this deployment: `--sweep accepted_tokens_per_verify=1,2,4` on decode-dspark.",
-        "- decode-dspark's 90 ms forward is a step time derived from throughput, an upper bound on",
-        "  the forward (it includes exposed host time): its shares of a forward are lower bounds.",
-        "- `kv_capacity_tokens` 500,000 and `ack_delay` 1: assumptions (no published figure);",
-        "  the first only binds when inflight requests pile up (stress presets).",
-        "- `stress-decode-max` reuses decode-dspark's 90 ms forward: a real 4,096-request forward",
-        "  is slower, so its share of a forward is an upper bound.",
-        "- `stress-transfer-stall`'s waits are set so the queues reach the published per-rank",
-        "  lengths (#5450: ~340 bootstrapping, ~150 inflight) at ~2 requests per 8k chunk.",
-        "",
-    ]
-    return out
+    return _ASSUMPTIONS_MD.split("\n")
 
 
 def _gc_model() -> list[str]:
     """The GC model: the heap, the arms, what an iteration allocates, the pauses."""
-    out: list[str] = []
-    out += [
-        "## GC model",
-        "",
-        "What the gc suite's scheduler allocates and keeps, so that CPython's collector runs as it",
-        "does in SGLang's scheduler process. Code read at sgl-project/sglang d55f1c28e2",
-        "(2026-08-18); object counts are GC-tracked objects (containers, class instances, tensor",
-        "wrappers; ints, floats, strings and dicts of atomic values are not tracked).",
-        "",
-        "**The long-lived heap.** `background_objects` 1,080,000 (gc suite option,",
-        "`--background-objects N`): sgl-project/sglang PR #30693 measured ~1.08M gen-2 objects in",
-        'the scheduler process alone, "dominated by static import-graph objects"; issue #30596',
-        "counts ~2.5-2.7M across the tokenizer manager, scheduler and detokenizer and full",
-        "collections of ~400-430 ms at that population. That count is the whole process, imports",
-        "included, so the harness builds its heap until the worker process tracks 1,080,000 objects",
-        "in all (`gc.get_objects()`): what the process already tracks (~165k with torch imported,",
-        "counted before building) is part of it, and the rest is units of a dict holding a list, a",
-        "small class instance, a list and a tensor-wrapper stand-in, in a tuple that is tracked too",
-        "(6 objects a unit, counted as it is built; bench/base/gcprobe.py). The count reached, within",
-        "a unit of the target, is recorded per worker process (gc.extra.json, `heaps`) and shown",
-        "beside the GC figures. It is built once per worker, and the forked children inherit it.",
-        "",
-        "**The arms.** `enabled`: CPython's default thresholds (700, 10, 10): `--gc-threshold` is",
-        "applied by `gc.set_threshold` only in the engine's main process",
-        "(entrypoints/engine.py:1750-1751, inside `_set_envs_and_config`, which spawns the",
-        "scheduler at engine.py:1747), so the scheduler runs the defaults. `frozen`: `gc.freeze()`",
-        "after warm-up, SGLang's default since PR #34999 (commit 9be3044b9c, 2026-08-16: the HTTP",
-        "server posts `/freeze_gc` after its warm-up request, http_server.py:2357-2399; the freeze",
-        "itself, utils/common.py:4013-4022, runs no collection first; no switch turns it off).",
-        "`raised`: the youngest threshold raised 16x to (11,200, 10, 10), an assumption (SGLang's",
-        "`--gc-threshold` has no default, server_args.py:1252).",
-        "",
-        "**What an iteration allocates, and how long it lives** (each a scenario parameter, an",
-        "estimate with a sweep; the full rows are in the presets above):",
-        "",
-        "- freed within the iteration: `iteration_objects_per_request` (decode 3: the normalised",
-        "  `[[t] for t in ids]` lists, batch_result_processor.py:933-938, and two array slices per",
-        "  streamed request, output_streamer.py:401,416; prefill 1) and `iteration_objects_fixed`",
-        "  (decode 45: the ForwardBatch and its lists, forward_batch_info.py:704-950, the tensors of",
-        "  prepare_for_decode, schedule_batch.py:3078-3080, the stream accumulator's 26 lists,",
-        "  output_streamer.py:265-266, the BatchTokenIDOutput; prefill 38). Freed by reference",
-        "  counting, they start a young collection only when they are alive at once past the",
-        "  threshold: CPython counts allocations minus deallocations.",
-        "- kept as long as the request: `request_objects_per_iteration` (0 by default: plain",
-        "  output ids extend one `array('q')`, schedule_batch.py:865; with top-logprobs, 2 lists per",
-        "  request per token, batch_result_processor.py:943-987:",
-        "  `--sweep request_objects_per_iteration=0,2,4`).",
-        "- kept for the server's life: `server_objects_per_request` (5: the radix-cache node split",
-        "  and leaf a finished request inserts, mem_cache/radix_cache.py:458).",
-        "",
-        "**Full-collection pauses** are timed with 1,500 and 4,096 live requests holding state over",
-        "the heap: ~1,500 is where PR #36366 reports automatic gen-2 collections pausing the",
-        'scheduler 100-350 ms "every few decode steps"; 4,096 the high end of',
-        "max_running_requests per DP worker. Each strategy's extra pause is modelled, not measured:",
-        "its tracked objects per request (counted exactly, net of a bare request, signed: a state",
-        "that removes objects reads negative) times the live requests times the per-object cost of",
-        "that collection (each process's measured pause over the objects it traversed, pooled over",
-        "processes; the interval is that cost's spread, not the pause's). The model is checked",
-        "against the measurement: the measured pause's slope per tracked object from 1,500 to 4,096",
-        "live requests (the two sizes paired within each process, pooled over processes, with a",
-        "two-level bootstrap interval; the nearest measured sizes when those are not measured),",
-        "which the verdict compares with the pooled per-object cost: within the slope's interval,",
-        "or by how much not. The noise floor is the A/A twin's difference in the measured full",
-        "pauses; its counted objects equal the baseline's by construction and bound nothing.",
-        "",
-    ]
-    return out
+    return _GC_MODEL_MD.split("\n")
 
 
 def _calibration() -> list[str]:
     """The queue calibration, and what is not modelled."""
-    out: list[str] = []
-    out += [
+    out = [
         "## Queue calibration",
         "",
         "Queue lengths emerge from the loop; these are the presets checked against published",

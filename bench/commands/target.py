@@ -14,7 +14,15 @@ from typing import Any
 from bench.base.errors import UsageError
 from bench.base.storage import DEFAULT_REPORTS_DIR
 from bench.config.budget import add_budget_options
-from bench.config.cliargs import csv_list, fraction
+from bench.config.cliargs import (
+    Adder,
+    Command,
+    Option,
+    SubParsers,
+    csv_list,
+    fraction,
+    register_commands,
+)
 from bench.core.hotpath import markdown
 from bench.target.advise import advise
 from bench.target.groups import describe as describe_groups
@@ -70,97 +78,75 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     return advise(args)
 
 
-def _tree_command(
-    tsub: Any, name: str, func: Any, help_text: str, description: str
-) -> argparse.ArgumentParser:
-    """A subcommand reading one tree: PATH[@REV] and --json."""
-    cmd: argparse.ArgumentParser = tsub.add_parser(name, help=help_text, description=description)
-    cmd.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
-    cmd.add_argument("--json", action="store_true", help="machine-readable output")
-    cmd.set_defaults(func=func)
-    return cmd
+_SPEC: Option = (
+    ("spec",),
+    {"metavar": "PATH[@REV]", "help": "an SGLang source tree, optionally @REV"},
+)
+_JSON: Option = (("--json",), {"action": "store_true", "help": "machine-readable output"})
+
+_DIFF: tuple[Option | Adder, ...] = (
+    (("path",), {"metavar": "PATH", "help": "an SGLang git repository"}),
+    (("--base",), {"metavar": "REV", "required": True, "help": "the revision before"}),
+    (("--head",), {"metavar": "REV", "help": "the revision after (default: working tree)"}),
+    (("--group",), {"metavar": "NAME", "help": "one group (default: every moved one)"}),
+    _JSON,
+)
+_ADVISE: tuple[Option | Adder, ...] = (
+    _SPEC,
+    (("--group",), {"required": True, "metavar": "NAME",
+      "help": "a group `target groups` lists, or NAME=field,field,... (Req attributes)"}),
+    (("--scenario",), {"action": "append", "type": csv_list, "help": "scenario presets"}),
+    (("--home",), {"action": "append", "type": csv_list, "metavar": "HOME[,HOME]",
+      "help": "only these candidate homes beside the current one (inline, slots, slots_lazy, "
+              "dict, lazy_attr, declared, weak_table, rid_dict; default: every one)"}),
+    (("--quick",), {"action": "store_true", "help": "the quick set (about a minute)"}),
+    (("--no-aa",), {"action": "store_true", "help": "no A/A twin of the current home"}),
+    (("--output-dir",), {"default": str(DEFAULT_REPORTS_DIR), "help": "where the run folder goes"}),
+    add_budget_options,
+)  # fmt: skip
+
+_COMMANDS = (
+    Command("inspect", "what PATH[@REV] holds, read with ast (nothing of the tree is imported or run)",
+            (_SPEC, _JSON), _cmd_inspect,
+            "Read an SGLang tree (the working tree, or a git revision with git show; no checkout "
+            "is touched): the request class, where the per-request PD hidden state lives, and per "
+            "function how the call sites touch it, beside the harness's model."),
+    Command("groups", "the per-request state groups of PATH[@REV] and where each lives",
+            (_SPEC, _JSON), _cmd_groups,
+            "List the state groups a revision's Req carries, read with ast: containers (an object "
+            "built in Req.__init__, or assigned later), prefixes of 3 or more fields on Req, side "
+            "tables, lazy attributes (getattr(req, NAME, default)) and attributes declared on "
+            "class Req, each with its field count and where it is defined."),
+    Command("diff", "what a change moved: fields whose home changed between two revisions",
+            _DIFF, _cmd_diff,
+            "The fields whose home changed between --base and --head (the working tree by "
+            "default), matched by name; each revision's request construction; and every function "
+            "that touches the moved group at each revision, with its accesses per call and how "
+            "often the real scheduler runs it."),
+    Command("advise", "where a state group should live: every candidate home measured and ranked",
+            _ADVISE, _cmd_advise,
+            "Write the group in every candidate home (fields on Req, slots container eager and "
+            "lazy, dict container, lazy attribute, declared attribute, weak side table, dict by "
+            "request id) with the revision's accesses on the scheduler's hot path (the current "
+            "home as written; every other as ported and looked up once per function), measure "
+            "them with the step suite beside control, and rank them per scenario by the better "
+            "port, each against the current home paired per round."),
+    Command("hotpath", "the scheduler functions the harness replays, and how often each runs",
+            (), _cmd_hotpath,
+            "The hot-path table (bench/core/hotpath.py) as markdown: per function its frequency "
+            "per scheduler iteration, the loops it runs in, and where it is defined and called in "
+            "SGLang at the commit it was read from."),
+)  # fmt: skip
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "target",
         help="read a user's SGLang tree: request class, where the state lives, call sites",
     )
-    tsub = p.add_subparsers(dest="target_command", required=True, parser_class=type(p))
-    _tree_command(
-        tsub,
-        "inspect",
-        _cmd_inspect,
-        "what PATH[@REV] holds, read with ast (nothing of the tree is imported or run)",
-        "Read an SGLang tree (the working tree, or a git revision with git show; no checkout "
-        "is touched): the request class, where the per-request PD hidden state lives, and per "
-        "function how the call sites touch it, beside the harness's model.",
+    register_commands(
+        p.add_subparsers(dest="target_command", required=True, parser_class=type(p)), _COMMANDS
     )
-    _tree_command(
-        tsub,
-        "groups",
-        _cmd_groups,
-        "the per-request state groups of PATH[@REV] and where each lives",
-        "List the state groups a revision's Req carries, read with ast: containers (an object "
-        "built in Req.__init__, or assigned later), prefixes of 3 or more fields on Req, side "
-        "tables, lazy attributes (getattr(req, NAME, default)) and attributes declared on "
-        "class Req, each with its field count and where it is defined.",
-    )
-    dif = tsub.add_parser(
-        "diff",
-        help="what a change moved: fields whose home changed between two revisions",
-        description="The fields whose home changed between --base and --head (the working "
-        "tree by default), matched by name; each revision's request construction; and every "
-        "function that touches the moved group at each revision, with its accesses per call "
-        "and how often the real scheduler runs it.",
-    )
-    dif.add_argument("path", metavar="PATH", help="an SGLang git repository")
-    dif.add_argument("--base", metavar="REV", required=True, help="the revision before")
-    dif.add_argument("--head", metavar="REV", help="the revision after (default: working tree)")
-    dif.add_argument("--group", metavar="NAME", help="one group (default: every moved one)")
-    dif.add_argument("--json", action="store_true", help="machine-readable output")
-    dif.set_defaults(func=_cmd_diff)
-    adv = tsub.add_parser(
-        "advise",
-        help="where a state group should live: every candidate home measured and ranked",
-        description="Write the group in every candidate home (fields on Req, slots container "
-        "eager and lazy, dict container, lazy attribute, declared attribute, weak side table, "
-        "dict by request id) with the revision's accesses on the scheduler's hot path (the "
-        "current home as written; every other as ported and looked up once per function), "
-        "measure them with the step suite beside control, and rank them per scenario by the "
-        "better port, each against the current home paired per round.",
-    )
-    adv.add_argument("spec", metavar="PATH[@REV]", help="an SGLang source tree, optionally @REV")
-    adv.add_argument(
-        "--group",
-        required=True,
-        metavar="NAME",
-        help="a group `target groups` lists, or NAME=field,field,... (Req attributes)",
-    )
-    adv.add_argument("--scenario", action="append", type=csv_list, help="scenario presets")
-    adv.add_argument(
-        "--home",
-        action="append",
-        type=csv_list,
-        metavar="HOME[,HOME]",
-        help="only these candidate homes beside the current one (inline, slots, slots_lazy, "
-        "dict, lazy_attr, declared, weak_table, rid_dict; default: every one)",
-    )
-    adv.add_argument("--quick", action="store_true", help="the quick set (about a minute)")
-    adv.add_argument("--no-aa", action="store_true", help="no A/A twin of the current home")
-    adv.add_argument(
-        "--output-dir", default=str(DEFAULT_REPORTS_DIR), help="where the run folder goes"
-    )
-    add_budget_options(adv)
-    adv.set_defaults(func=_cmd_advise)
-    hot = tsub.add_parser(
-        "hotpath",
-        help="the scheduler functions the harness replays, and how often each runs",
-        description="The hot-path table (bench/core/hotpath.py) as markdown: per function its "
-        "frequency per scheduler iteration, the loops it runs in, and where it is defined and "
-        "called in SGLang at the commit it was read from.",
-    )
-    hot.set_defaults(func=_cmd_hotpath)
 
 
 TRUST_HELP = (

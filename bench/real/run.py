@@ -34,7 +34,7 @@ from bench.real import presets as rp
 from bench.real.driver.inject import MODULE
 from bench.real.folder import MANIFEST, RAW, SCHEMA, raw_path
 from bench.real.presets import RealPreset
-from bench.real.process import run_lockstep
+from bench.real.process import run_lockstep, run_one
 from bench.real.report import precision
 from bench.real.source import Source, parse
 from strategies import resolve
@@ -315,7 +315,7 @@ def _one(
     mode: str = "measure",
 ) -> dict[str, Any]:
     started = wall_s()
-    out = venv.run_driver(rev.env, rev.tree, job(rev, preset, seed=seed, worker=index, mode=mode))
+    out = run_one(rev.env, rev.tree, job(rev, preset, seed=seed, worker=index, mode=mode))
     _record(
         rev,
         preset,
@@ -394,7 +394,7 @@ def _measure(
 
 def run_count(rev: Revision, preset: RealPreset, *, seed: int = 0) -> dict[str, Any]:
     """One untimed counting process (calls per function per iteration)."""
-    return venv.run_driver(rev.env, rev.tree, job(rev, preset, seed=seed, worker=0, mode="count"))
+    return run_one(rev.env, rev.tree, job(rev, preset, seed=seed, worker=0, mode="count"))
 
 
 def _count(

@@ -407,19 +407,7 @@ def _build_into(
 def probe(env: Env, tree: Path | None, log: list[str]) -> dict[str, Any]:
     """Import the revision and step its Scheduler through a few tiny iterations."""
 
-    return run_driver(env, tree, probe_job(env.stubs), log=log, timeout=PROBE_TIMEOUT_S)
-
-
-def run_driver(
-    env: Env,
-    tree: Path | None,
-    job: dict[str, Any],
-    *,
-    log: list[str] | None = None,
-    timeout: float | None = None,
-) -> dict[str, Any]:
-    """One driver process in the environment; its output (bench.real.process)."""
-    return run_one(env, tree, job, log=log, timeout=timeout)
+    return run_one(env, tree, probe_job(env.stubs), log=log, timeout=PROBE_TIMEOUT_S)
 
 
 def _freeze(python: Path, log: list[str]) -> dict[str, str]:

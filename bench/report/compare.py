@@ -241,17 +241,43 @@ SPREAD_Z = 3.0
 SPREAD_MIN = 5
 
 
-def _spreads(
+def _between(
     head: RunData,
     common: list[str],
     changes: dict[str, stats.Comparison],
     anchor: Anchor,
     specs: dict[str, Any],
 ) -> dict[object, float]:
+    """The drift the anchor leaves between the runs, per family: the larger of the twins'
+    anchored change against their originals' (1 where it cancelled everything) and the spread
+    of the anchored changes of the strategies whose code did not change."""
+    out: dict[object, float] = {}
+    for name in common:
+        bench = BenchName.parse(name)
+        twin_of = head.strategies[bench.strategy].twin_of if head.is_twin(bench.strategy) else None
+        original = str(bench.with_strategy(twin_of)) if twin_of else None
+        if original is not None and name in changes and original in changes:
+            family = noise_family(bench, None if specs[name] is None else specs[name].noise_keys)
+            deviation = abs(changes[name].ratio / changes[original].ratio - 1.0)
+            out[family] = max(out.get(family, 0.0), deviation)
     unchanged = set(anchor.strategies)
     unchanged |= {
         s for s, meta in head.strategies.items() if meta.twin_of and meta.twin_of in unchanged
     }
+    for family, spread in spreads(common, changes, unchanged, specs).items():
+        out[family] = max(out.get(family, 0.0), spread)
+    return out
+
+
+def spreads(
+    common: list[str],
+    changes: dict[str, stats.Comparison],
+    unchanged: set[str],
+    specs: dict[str, Any],
+) -> dict[object, float]:
+    """Per family, the spread of the anchored changes of the strategies whose code did not
+    change (and their twins): SPREAD_Z robust standard deviations of their log changes, from
+    SPREAD_MIN of them."""
     logs: dict[object, list[float]] = {}
     for name in common:
         bench = BenchName.parse(name)
@@ -337,30 +363,6 @@ def diff(base: RunData, head: RunData, *, differences: list[str] | None = None) 
         differences=list(differences or []),
         single_process=sorted(single),
     )
-
-
-def _between(
-    head: RunData,
-    common: list[str],
-    changes: dict[str, stats.Comparison],
-    anchor: Anchor,
-    specs: dict[str, Any],
-) -> dict[object, float]:
-    """The twins' anchored change against their originals', per family: the drift the anchor
-    leaves between the runs (1 where it cancelled everything); widened by _spreads."""
-    between: dict[object, float] = {}
-    for name in common:
-        spec = specs[name]
-        bench = BenchName.parse(name)
-        twin_of = head.strategies[bench.strategy].twin_of if head.is_twin(bench.strategy) else None
-        original = str(bench.with_strategy(twin_of)) if twin_of else None
-        if original is not None and name in changes and original in changes:
-            family = noise_family(bench, None if spec is None else spec.noise_keys)
-            deviation = abs(changes[name].ratio / changes[original].ratio - 1.0)
-            between[family] = max(between.get(family, 0.0), deviation)
-    for family, spread in _spreads(head, common, changes, anchor, specs).items():
-        between[family] = max(between.get(family, 0.0), spread)
-    return between
 
 
 def _words(row: Row) -> str:
