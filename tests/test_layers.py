@@ -1,6 +1,7 @@
 """The layout's promises: the layer order docs/ARCHITECTURE.md draws holds in the import graph
-(imports inside functions and under TYPE_CHECKING included), no two modules import each other,
-a suite's measuring half never reaches the report and its reading half never reaches a worker,
+(imports inside functions and under TYPE_CHECKING included), an import inside a function has a
+reason to wait (its cost, or a package named with its reason), no module imports another's
+private names, no function runs past 80 lines, no two modules import each other, a suite's measuring half never reaches the report and its reading half never reaches a worker,
 the core and the report never import torch, suites describe themselves and misspelt names are
 refused, run folders of an older schema are refused in one line, and a strategy file can be
 named wherever a strategy is."""
