@@ -272,7 +272,9 @@ def test_bisect_lands_on_the_step_within_log2_gates(
     for k in (1, 9, 14, 21):
         step = set(shas[k:])
 
-        def gate(good: hc.Commit, commit: hc.Commit, step: set[str] = step) -> list[Judgement]:
+        def gate(
+            good: hc.Commit, commit: hc.Commit, rounds: int, step: set[str] = step
+        ) -> list[Judgement]:
             moved = commit.sha in step
             return [_judgement(direction if moved else "pass", change if moved else 0.1)]
 
@@ -283,11 +285,44 @@ def test_bisect_lands_on_the_step_within_log2_gates(
         assert len(result.chain) <= math.ceil(math.log2(21)) + 1
 
 
+def test_bisect_places_a_commit_by_the_step_not_by_the_threshold(tmp_path: Path) -> None:
+    """A commit past a step near the bound passes the gate's threshold as often as not; bisect
+    places it by where its change lies against half the first gate's step, and measures a gate
+    whose interval holds that half again with twice the rounds."""
+    shas = make_repo(tmp_path / "repo", 21)
+    after = set(shas[9:])
+    asked: list[int] = []
+
+    def gate(good: hc.Commit, commit: hc.Commit, rounds: int) -> list[Judgement]:
+        asked.append(rounds)
+        if commit.sha == shas[-1]:
+            return [_judgement("improvement", -2.3)]
+        if commit.sha not in after:
+            return [_judgement("pass", 0.3)]
+        r = 1 - 0.011 if rounds < 12 else 1 - 0.021  # straddles half the step, then does not
+        half = 0.012 if rounds < 12 else 0.004
+        return [
+            Judgement("real/scheduler", 1.0, r, r, r - half, r + half, 0.01, 1.0, 0.5, 1.5, "pass")
+        ]
+
+    result = hb.search(tmp_path / "repo", shas[0], shas[-1], ["prefill-chunked"], gate, 6)
+    assert result.first is not None
+    assert result.first.sha == shas[9]
+    assert len(result.chain) <= math.ceil(math.log2(21)) + 1
+    assert 12 in asked
+    assert max(asked) <= 6 * hb.MAX_ROUND_FACTOR
+    longer = [s for s in result.chain if s.rounds == 12]
+    assert longer
+    assert all(s.after() for s in longer)
+    assert "of the step" in hb.chain_line(longer[0])
+    assert "12 rounds" in hb.chain_line(longer[0])
+
+
 def test_bisect_without_a_step_says_so_after_one_gate(tmp_path: Path) -> None:
     shas = make_repo(tmp_path / "repo", 6)
     job = hb.BisectJob(
         tmp_path / "repo", shas[0], shas[-1], [rp.get("prefill-chunked")],
-        output_dir=tmp_path / "reports", gate=lambda g, c: [_judgement("pass", 0.3)],
+        output_dir=tmp_path / "reports", gate=lambda g, c, r: [_judgement("pass", 0.3)],
     )  # fmt: skip
     folder, status = hb.execute_bisect(job)
     text = (folder / "bisect.md").read_text()

@@ -6,9 +6,14 @@ of the commit in lockstep, judged by the wall gate's rule at its A/A-calibrated 
 first gate is GOOD against BAD: if it passes, there is no step above the threshold in the range
 and the search ends. Otherwise its verdict (regression: slower; improvement: faster) is the
 direction looked for, and the search keeps the invariant "GOOD does not differ in that
-direction, the upper end does": a commit whose gate shows the change moves the upper end down,
-one that does not moves the lower end up. It ends on the first commit whose gate shows it:
-at most ceil(log2 N) + 1 gates.
+direction, the upper end does". The first gate measures the step (GOOD..BAD's change); every
+further gate asks which side of it a commit is on: where its change lies, as a fraction of that
+step, past one half (the commit is after the step: the upper end moves down) or short of it (the
+lower end moves up). A gate whose interval holds one half cannot say, so it is measured again
+with twice the rounds, up to MAX_ROUND_FACTOR times `--rounds`, and then decided by its median.
+A threshold verdict would not do here: near the bound, a commit after the step passes as often
+as not, and one wrong turn lands the search on the wrong commit (measured: docs/HISTORY.md).
+It ends on the first commit after the step: at most ceil(log2 N) + 1 gates, some longer.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ from bench.real.gate import MIN_ROUNDS, RealGate, judge, measure
 from bench.real.presets import RealPreset
 from bench.real.run import prepare
 
-SCHEMA = "reqstate-bench-bisect/1"
+SCHEMA = "reqstate-bench-bisect/2"
 DIRECTIONS = ("regression", "improvement")
+MAX_ROUND_FACTOR = 4  # a gate that straddles the step's midpoint: up to 4x --rounds
 
 
 @dataclass(frozen=True)
@@ -42,13 +48,21 @@ class GateStep:
     verdicts: dict[str, str]  # preset -> pass | regression | improvement
     changes: dict[str, tuple[float, float, float]]  # preset -> (change %, CI low %, CI high %)
     wall_s: float
+    rounds: int = 0
+    # where the change lies as a fraction of the first gate's step (median, low, high); None for
+    # the first gate
+    fraction: tuple[float, float, float] | None = None
 
     def shows(self, direction: str) -> bool:
         return any(v == direction for v in self.verdicts.values())
 
+    def after(self) -> bool:
+        """The commit is past the step: its change is at least half the first gate's."""
+        return self.fraction is not None and self.fraction[0] >= 0.5
 
-# (good, commit) -> the gate's judgements, one per preset
-GateFn = Callable[[hc.Commit, hc.Commit], list[Judgement]]
+
+# (good, commit, rounds) -> the gate's judgements, one per preset
+GateFn = Callable[[hc.Commit, hc.Commit, int], list[Judgement]]
 
 
 @dataclass
@@ -80,12 +94,12 @@ def real_gate(job: BisectJob) -> GateFn:
             (revisions[c.sha],) = prepare([f"{job.repo}@{c.sha}"], job.interpreter)
         return revisions[c.sha]
 
-    def gate(good: hc.Commit, commit: hc.Commit) -> list[Judgement]:
+    def gate(good: hc.Commit, commit: hc.Commit, rounds: int) -> list[Judgement]:
         cfg = RealGate(
             f"{job.repo}@{good.sha}",
             f"{job.repo}@{commit.sha}",
             tuple(p.in_lockstep(job.changed) for p in job.presets),
-            rounds=job.rounds,
+            rounds=rounds,
             threshold_pct=job.threshold_pct,
             seed=job.seed,
             interpreter=job.interpreter,
@@ -101,25 +115,57 @@ def progress(msg: str) -> None:
     print(f"[bisect] {msg}", file=sys.stderr, flush=True)
 
 
-def _step(gate: GateFn, good: hc.Commit, commit: hc.Commit, presets: list[str]) -> GateStep:
-
+def _step(
+    gate: GateFn,
+    good: hc.Commit,
+    commit: hc.Commit,
+    presets: list[str],
+    rounds: int,
+    step: tuple[str, float] | None = None,
+) -> GateStep:
+    """One gate; with `step` (the preset the first gate showed it on, its change in %), measured
+    again with twice the rounds while its interval holds half the step, up to MAX_ROUND_FACTOR
+    times `rounds`."""
+    most = rounds * MAX_ROUND_FACTOR
     progress(f"gate {good.short} -> {commit.short} ({commit.subject[:60]})")
     t0 = wall_s()
-    judged = gate(good, commit)
-    verdicts, changes = {}, {}
-    for preset, j in zip(presets, judged, strict=True):
-        verdicts[preset] = j.verdict
-        changes[preset] = (j.change_pct, (j.ci_low - 1) * 100, (j.ci_high - 1) * 100)
-    step = GateStep(good, commit, verdicts, changes, round(wall_s() - t0, 1))
-    progress("  " + chain_line(step))
-    return step
+    while True:
+        judged = gate(good, commit, rounds)
+        verdicts, changes = {}, {}
+        for preset, j in zip(presets, judged, strict=True):
+            verdicts[preset] = j.verdict
+            changes[preset] = (j.change_pct, (j.ci_low - 1) * 100, (j.ci_high - 1) * 100)
+        fraction = None
+        if step is not None:
+            name, size = step
+            mid, low, high = (x / size for x in changes[name])
+            fraction = (mid, min(low, high), max(low, high))
+            if fraction[1] <= 0.5 <= fraction[2] and rounds * 2 <= most:
+                progress(
+                    f"  {name}: at {mid:.2f} of the step, undecided: again, {rounds * 2} rounds"
+                )
+                rounds *= 2
+                continue
+        break
+    out = GateStep(good, commit, verdicts, changes, round(wall_s() - t0, 1), rounds, fraction)
+    progress("  " + chain_line(out))
+    return out
 
 
 def chain_line(s: GateStep) -> str:
     parts = [
         f"{p} {s.verdicts[p]} {c[0]:+.2f}% [{c[1]:+.2f}, {c[2]:+.2f}]" for p, c in s.changes.items()
     ]
-    return f"{s.good.short} -> {s.commit.short}: " + "; ".join(parts) + f" ({s.wall_s:.0f} s)"
+    where = ""
+    if s.fraction is not None:
+        side = "after" if s.after() else "before"
+        where = f"; at {s.fraction[0]:.2f} of the step [{s.fraction[1]:.2f}, {s.fraction[2]:.2f}]: {side} it"
+    return (
+        f"{s.good.short} -> {s.commit.short}: "
+        + "; ".join(parts)
+        + where
+        + f" ({s.rounds} rounds, {s.wall_s:.0f} s)"
+    )
 
 
 @dataclass(frozen=True)
@@ -135,23 +181,29 @@ class BisectResult:
 
 
 def search(
-    repo: Path, good_rev: str, bad_rev: str, presets: list[str], gate: GateFn
+    repo: Path, good_rev: str, bad_rev: str, presets: list[str], gate: GateFn, rounds: int = 6
 ) -> BisectResult:
     good, bad = hc.resolve(repo, good_rev), hc.resolve(repo, bad_rev)
     commits = hc.in_range(repo, good.sha, bad.sha)
     if not commits or commits[-1].sha != bad.sha:
         raise UsageError(f"{bad_rev} is not a first-parent descendant of {good_rev}")
-    first = _step(gate, good, bad, presets)
+    first = _step(gate, good, bad, presets, rounds)
     chain = [first]
     direction = next((d for d in DIRECTIONS if first.shows(d)), None)
     if direction is None:
         return BisectResult(len(commits), tuple(chain), None, None)
-    lo, hi = -1, len(commits) - 1  # commits[hi] shows the change; lo (-1 = GOOD) does not
+    # the step is read on the preset that shows it, the largest change where several do
+    name = max(
+        (p for p, v in first.verdicts.items() if v == direction),
+        key=lambda p: abs(first.changes[p][0]),
+    )
+    step = (name, first.changes[name][0])
+    lo, hi = -1, len(commits) - 1  # commits[hi] is past the step; lo (-1 = GOOD) is not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        s = _step(gate, good, commits[mid], presets)
+        s = _step(gate, good, commits[mid], presets, rounds, step)
         chain.append(s)
-        if s.shows(direction):
+        if s.after():
             hi = mid
         else:
             lo = mid
@@ -172,7 +224,7 @@ def markdown(result: BisectResult, title: str) -> str:
 def execute_bisect(job: BisectJob) -> tuple[Path, int]:
     presets = [p.name for p in job.presets]
     gate = job.gate or real_gate(job)
-    result = search(job.repo, job.good, job.bad, presets, gate)
+    result = search(job.repo, job.good, job.bad, presets, gate, job.rounds)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = job.output_dir / f"bisect-{stamp}-{os.getpid()}"
     out.mkdir(parents=True, exist_ok=True)
