@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from bench.base import cpucache
 from bench.base.names import BenchName, CaseKey
 from bench.measure import regime
 from bench.orchestration.adaptive import change_precision
-from bench.runformat.schema import SelfCheck
+from bench.report.comparable import machine_differences
+from bench.runformat.schema import Environment, SelfCheck
 from bench.stats.cases import Case
 from bench.stats.rounds import Rounds
 
@@ -22,12 +25,12 @@ def test_llc_and_sweep_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         d = tmp_path / f"index{i}"
         d.mkdir()
         (d / "size").write_text(size + "\n")
-    monkeypatch.setattr(regime, "_LLC", tmp_path)
-    assert regime.llc_bytes() == 32 << 20
+    monkeypatch.setattr(cpucache, "CACHE_DIR", tmp_path)
+    assert cpucache.llc_bytes() == 32 << 20
     assert regime.sweep_bytes() == 64 << 20  # twice the LLC
     assert regime.sweep_bytes(8) == 8 << 20  # as configured
-    monkeypatch.setattr(regime, "_LLC", tmp_path / "absent")
-    assert regime.llc_bytes() is None
+    monkeypatch.setattr(cpucache, "CACHE_DIR", tmp_path / "absent")
+    assert cpucache.llc_bytes() is None
     assert regime.sweep_bytes() == regime.DEFAULT_SWEEP_BYTES
 
 
@@ -193,3 +196,13 @@ def test_the_variation_studys_loaded_arm_reads_through_the_caches() -> None:
     assert isinstance(sweep, regime.CacheSweep)
     assert sweep.size == regime.sweep_bytes()
     assert sweep.size >= regime.DEFAULT_SWEEP_BYTES
+
+
+def test_the_environment_records_the_llc_and_a_comparison_names_a_change_of_it() -> None:
+    def run(**env: object) -> SimpleNamespace:
+        return SimpleNamespace(environment=Environment(cpu="Xeon", **env))  # type: ignore[arg-type]
+
+    small, large, unknown = run(llc_bytes=32 << 20), run(llc_bytes=480 << 20), run()
+    assert machine_differences(small, large) == [f"llc_bytes (base {32 << 20}, head {480 << 20})"]
+    assert machine_differences(unknown, large) == []  # a run that did not record it
+    assert machine_differences(small, small) == []

@@ -5,7 +5,6 @@ out and visited in a declared memory regime, and the timed lookup operations ove
 from __future__ import annotations
 
 import contextlib
-import glob
 import random
 from array import array
 from collections.abc import Callable
@@ -22,35 +21,6 @@ from strategies._contract import FIELD_DEFAULTS
 TEN_FIELDS: dict[str, object] = {**FIELD_DEFAULTS, "current_start": 0, "current_row_len": 1}
 # The regimes this module builds and visits (bench.suites.lookup declares what each means).
 BUILT_REGIMES: tuple[str, ...] = ("warm", "cold", "mixed")
-# Last-level cache when the machine does not say (bytes).
-DEFAULT_LLC_BYTES = 32 * 2**20
-
-
-def last_level_cache_bytes() -> int:
-    """The largest CPU cache this machine reports (Linux sysfs), else DEFAULT_LLC_BYTES."""
-
-    sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        try:
-            text = open(path, encoding="ascii").read().strip().upper()
-        except OSError:
-            continue
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * scale)
-    return max(sizes, default=DEFAULT_LLC_BYTES)
-
-
-class CacheEvictor:
-    """Reads a buffer twice the last-level cache, so the next lookups start from memory (what a
-    scheduler sees when it touches a request again after a forward). Never timed."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray(2 * last_level_cache_bytes())
-
-    def __call__(self) -> None:
-        self._buffer.count(b"\x01")  # one sequential read of every line, in C
 
 
 class Population:
@@ -168,7 +138,9 @@ def _passes(run_pass: Callable[[], None], min_ns: int) -> int:
     return max(1, -(-min_ns // max(t, 1)))
 
 
-def _timed_passes(run_pass: Callable[[], None], passes: int, evict: CacheEvictor | None) -> int:
+def _timed_passes(
+    run_pass: Callable[[], None], passes: int, evict: Callable[[], None] | None
+) -> int:
     """Nanoseconds of `passes` passes; with an evictor, each pass is timed alone after an
     (untimed) eviction."""
     if evict is None:
@@ -190,7 +162,7 @@ def lookup_subject(
     op: str,
     name: BenchName,
     min_value_ns: int,
-    evict: CacheEvictor | None = None,
+    evict: Callable[[], None] | None = None,
     cold_lookups: int = 1000,
 ) -> Subject:
     """One lookup operation over a population: seconds per operation.

@@ -23,9 +23,9 @@ are interleaved or what else runs on the machine.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
+from bench.base.cpucache import llc_bytes
 from bench.config.runconfig import STEP_REGIMES as REGIMES
 
 # The sweep when the last-level cache size cannot be read: 64 MiB (twice the 32 MiB L3 of the
@@ -34,26 +34,12 @@ DEFAULT_SWEEP_BYTES = 64 << 20
 # How many times the last-level cache the sweep writes (once is not enough: replacement is
 # not strictly LRU, and the sweep's own lines must push every earlier line out).
 SWEEP_FACTOR = 2
-_LLC = Path("/sys/devices/system/cpu/cpu0/cache")
-
-
-def llc_bytes() -> int | None:
-    """The largest cache level's size as the kernel reports it (None when unreadable)."""
-    best = None
-    for index in sorted(_LLC.glob("index*")):
-        try:
-            text = (index / "size").read_text().strip()
-        except OSError:
-            continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        num = int("".join(c for c in text if c.isdigit()) or 0)
-        size = num * units.get(text[-1:].upper(), 1)
-        best = size if best is None else max(best, size)
-    return best
 
 
 def sweep_bytes(configured_mb: int = 0) -> int:
-    """The sweep's size: as configured (MiB), else SWEEP_FACTOR x the last-level cache."""
+    """The sweep's size: as configured (MiB), else SWEEP_FACTOR x the last-level cache (what
+    the kernel reports; on a VM that is the host's, which the CPU's name does not tell:
+    docs/LOOKUP.md)."""
     if configured_mb > 0:
         return configured_mb << 20
     llc = llc_bytes()

@@ -22,7 +22,15 @@ from bench.report.load import RunData
 # Environment fields that are part of what is measured (the others describe the machine).
 MEASURED_ENV = ("device", "request_class", "sglang")
 # Machine fields shown when they differ.
-MACHINE_ENV = ("cpu", "cpu_count", "python", "python_implementation", "torch", "platform")
+MACHINE_ENV = (
+    "cpu",
+    "cpu_count",
+    "llc_bytes",
+    "python",
+    "python_implementation",
+    "torch",
+    "platform",
+)
 
 
 def _show(value: Any) -> str:
@@ -66,11 +74,13 @@ def measurement_differences(base: RunData, head: RunData) -> list[str]:
 
 
 def machine_differences(base: RunData, head: RunData) -> list[str]:
+    """The machine fields that differ; one only one run records (a field older runs lack, such
+    as llc_bytes) is not a difference."""
     be, he = base.environment.to_json(), head.environment.to_json()
     return [
-        f"{k} (base {_show(be.get(k, '?'))}, head {_show(he.get(k, '?'))})"
+        f"{k} (base {_show(be[k])}, head {_show(he[k])})"
         for k in MACHINE_ENV
-        if be.get(k) != he.get(k)
+        if k in be and k in he and be[k] != he[k]
     ]
 
 

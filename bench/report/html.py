@@ -89,6 +89,8 @@ def env_section(run: RunData) -> Html:
     env = run.environment
     device = env.device + (f" ({env.device_name})" if env.device_name else "")
     cpu = env.cpu + (f" ({env.cpu_count} logical CPUs)" if env.cpu_count else "")
+    if env.llc_bytes:
+        cpu += f", last-level cache {env.llc_bytes >> 20} MiB"
     rows = [
         ("Python", f"{env.python} {env.python_implementation}".strip()),
         ("torch", env.torch),

@@ -14,6 +14,7 @@ from typing import Any
 import pyperf
 import torch
 
+from bench.base.cpucache import llc_bytes
 from bench.base.storage import git_commit
 
 
@@ -36,9 +37,12 @@ def environment(device: torch.device) -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "llc_bytes": llc_bytes(),
         "device": str(device),
         "git_commit": git_commit(),
     }
+    if env["llc_bytes"] is None:
+        del env["llc_bytes"]
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
     try:

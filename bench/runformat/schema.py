@@ -261,6 +261,9 @@ class Environment:
     platform: str = "?"
     cpu: str = "?"
     cpu_count: int | None = None
+    # The last-level cache the kernel reports (bench.base.cpucache): the cold regimes' sweep is
+    # twice it, and on a VM it is the host's, which the CPU's name does not tell
+    llc_bytes: int | None = None
     device: str = "?"
     git_commit: str = "?"
     device_name: str | None = None

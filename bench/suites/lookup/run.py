@@ -18,13 +18,14 @@ from bench.measure.context import (
     interleave,
     phase,
 )
-from bench.measure.lookups import CacheEvictor, Population, build_populations, lookup_subject
+from bench.measure.lookups import Population, build_populations, lookup_subject
+from bench.measure.regime import CacheSweep, sweep_bytes
 from bench.suites.lookup import KIND, OPS
 from bench.suites.spec import Job, with_values
 
 
 def _build(
-    ctx: WorkerContext, out: SuiteOutput, n: int, regime: str, evict: CacheEvictor | None
+    ctx: WorkerContext, out: SuiteOutput, n: int, regime: str, evict: CacheSweep | None
 ) -> tuple[list[Population], list[Subject]]:
     cfg = ctx.config
     opts = cfg.suite(KIND)
@@ -94,7 +95,8 @@ def run(ctx: WorkerContext) -> SuiteOutput:
     out = SuiteOutput()
     sizes = ctx.config.suite(KIND).sizes
     regimes = ctx.config.suite(KIND).regimes
-    evict = CacheEvictor() if "cold" in regimes else None
+    sweep_mb = ctx.config.suite(KIND).cold_sweep_mb
+    evict = CacheSweep(sweep_bytes(sweep_mb)) if "cold" in regimes else None
     cells = [(n, r) for n in sizes for r in regimes if ctx.config.measures(f"live={n}/regime={r}")]
     # The cyclic GC is off throughout, as timeit has it: a lookup's figure is the operation's
     # own cost; what the collector costs is the gc suite's subject. (With it on, a full
