@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from bench.base import cpucache
+from bench.base.errors import UsageError
 from bench.base.names import BenchName, CaseKey
 from bench.measure import regime
 from bench.orchestration.adaptive import change_precision
@@ -21,14 +22,22 @@ from bench.stats.rounds import Rounds
 
 
 def test_llc_and_sweep_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for i, size in enumerate(("32K", "1024K", "32768K")):
+    for i, size in enumerate(("32K", "1024K", "49152K")):
         d = tmp_path / f"index{i}"
         d.mkdir()
         (d / "size").write_text(size + "\n")
+    monkeypatch.delenv(cpucache.SWEEP_ENV, raising=False)
     monkeypatch.setattr(cpucache, "CACHE_DIR", tmp_path)
-    assert cpucache.llc_bytes() == 32 << 20
-    assert regime.sweep_bytes() == 64 << 20  # twice the LLC
+    assert cpucache.llc_bytes() == 48 << 20
+    assert regime.sweep_bytes() == 96 << 20  # twice the LLC
     assert regime.sweep_bytes(8) == 8 << 20  # as configured
+    monkeypatch.setenv(cpucache.SWEEP_ENV, "16")
+    assert regime.sweep_bytes() == 16 << 20  # the machine's, where the run sets none
+    assert regime.sweep_bytes(8) == 8 << 20
+    monkeypatch.setenv(cpucache.SWEEP_ENV, "lots")
+    with pytest.raises(UsageError, match="positive number of MiB"):
+        regime.sweep_bytes()
+    monkeypatch.delenv(cpucache.SWEEP_ENV)
     monkeypatch.setattr(cpucache, "CACHE_DIR", tmp_path / "absent")
     assert cpucache.llc_bytes() is None
     assert regime.sweep_bytes() == regime.DEFAULT_SWEEP_BYTES

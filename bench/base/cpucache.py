@@ -4,10 +4,17 @@ machines with the same CPU name can differ here (a VM's host decides)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from bench.base.errors import UsageError
 
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+# The cold sweep's size (MiB) where a run's configuration leaves it at 0, for a whole machine:
+# the project's tests set it (conftest.py), so their time does not depend on the LLC of the
+# host they land on. A run records it in its environment when it is set.
+SWEEP_ENV = "REQSTATE_BENCH_COLD_SWEEP_MB"
 
 
 def llc_bytes() -> int | None:
@@ -22,3 +29,13 @@ def llc_bytes() -> int | None:
         size = num * UNITS.get(text[-1:].upper(), 1)
         best = size if best is None else max(best, size)
     return best
+
+
+def sweep_env_mb() -> int | None:
+    """SWEEP_ENV's value (None when unset); anything but a positive integer is a usage error."""
+    raw = os.environ.get(SWEEP_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) <= 0:
+        raise UsageError(f"{SWEEP_ENV} must be a positive number of MiB, got {raw!r}")
+    return int(raw)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from bench.base.cpucache import llc_bytes
+from bench.base.cpucache import llc_bytes, sweep_env_mb
 from bench.config.runconfig import STEP_REGIMES as REGIMES
 
 # The sweep when the last-level cache size cannot be read: 64 MiB (twice the 32 MiB L3 of the
@@ -37,11 +37,15 @@ SWEEP_FACTOR = 2
 
 
 def sweep_bytes(configured_mb: int = 0) -> int:
-    """The sweep's size: as configured (MiB), else SWEEP_FACTOR x the last-level cache (what
+    """The sweep's size: as configured (MiB), else the machine's (bench.base.cpucache.SWEEP_ENV),
+    else SWEEP_FACTOR x the last-level cache (what
     the kernel reports; on a VM that is the host's, which the CPU's name does not tell:
     docs/LOOKUP.md)."""
     if configured_mb > 0:
         return configured_mb << 20
+    machine_mb = sweep_env_mb()
+    if machine_mb:
+        return machine_mb << 20
     llc = llc_bytes()
     return max(DEFAULT_SWEEP_BYTES, SWEEP_FACTOR * llc) if llc else DEFAULT_SWEEP_BYTES
 

@@ -91,6 +91,8 @@ def env_section(run: RunData) -> Html:
     cpu = env.cpu + (f" ({env.cpu_count} logical CPUs)" if env.cpu_count else "")
     if env.llc_bytes:
         cpu += f", last-level cache {env.llc_bytes >> 20} MiB"
+    if env.cold_sweep_env_mb:
+        cpu += f"; cold sweep {env.cold_sweep_env_mb} MiB (set for the machine)"
     rows = [
         ("Python", f"{env.python} {env.python_implementation}".strip()),
         ("torch", env.torch),

@@ -14,7 +14,7 @@ from typing import Any
 import pyperf
 import torch
 
-from bench.base.cpucache import llc_bytes
+from bench.base.cpucache import llc_bytes, sweep_env_mb
 from bench.base.storage import git_commit
 
 
@@ -43,6 +43,8 @@ def environment(device: torch.device) -> dict[str, Any]:
     }
     if env["llc_bytes"] is None:
         del env["llc_bytes"]
+    if (machine_mb := sweep_env_mb()) is not None:
+        env["cold_sweep_env_mb"] = machine_mb
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
     try:

@@ -264,6 +264,9 @@ class Environment:
     # The last-level cache the kernel reports (bench.base.cpucache): the cold regimes' sweep is
     # twice it, and on a VM it is the host's, which the CPU's name does not tell
     llc_bytes: int | None = None
+    # The cold sweep's size set for the whole machine (MiB; bench.base.cpucache.SWEEP_ENV), when
+    # it was: the cold cases evicted that much, not twice the LLC
+    cold_sweep_env_mb: int | None = None
     device: str = "?"
     git_commit: str = "?"
     device_name: str | None = None
