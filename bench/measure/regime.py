@@ -38,9 +38,8 @@ SWEEP_FACTOR = 2
 
 def sweep_bytes(configured_mb: int = 0) -> int:
     """The sweep's size: as configured (MiB), else the machine's (bench.base.cpucache.SWEEP_ENV),
-    else SWEEP_FACTOR x the last-level cache (what
-    the kernel reports; on a VM that is the host's, which the CPU's name does not tell:
-    docs/LOOKUP.md)."""
+    else SWEEP_FACTOR x the last-level cache the kernel reports (on a VM, the host's, which the
+    CPU's name does not tell: docs/LOOKUP.md)."""
     if configured_mb > 0:
         return configured_mb << 20
     machine_mb = sweep_env_mb()

@@ -74,8 +74,8 @@ def measurement_differences(base: RunData, head: RunData) -> list[str]:
 
 
 def machine_differences(base: RunData, head: RunData) -> list[str]:
-    """The machine fields that differ; one only one run records (a field older runs lack, such
-    as llc_bytes) is not a difference."""
+    """The machine fields that differ; a field only one of the runs records (one older runs
+    lack, such as llc_bytes) is not a difference."""
     be, he = base.environment.to_json(), head.environment.to_json()
     return [
         f"{k} (base {_show(be[k])}, head {_show(he[k])})"
