@@ -187,6 +187,10 @@ LAZY_PACKAGES: dict[str, str] = {
     "mode's driver, the --request-model sglang path), while the harness imports these modules",
     "zmq": "real mode's driver, in the revision's environment (sglang's dependency)",
     "msgspec": "real mode's driver, in the revision's environment, after sglang's own import",
+    "tokenizers": "real mode's stand-in tokenizer, trained in the revision's environment (a "
+    "dependency of its transformers), never in the harness's",
+    "transformers": "real mode's driver, in the revision's environment: the stand-in tokenizer "
+    "loaded as the tokenizer manager loads one",
     "tomllib": "the standard library's from Python 3.11, tomli before it",
     "tomli": "the standard library's from Python 3.11, tomli before it",
     "packaging": "real mode's environment planner only; the harness's readers never need it",

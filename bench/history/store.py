@@ -28,8 +28,9 @@ from bench.base.storage import read_json, write_json
 SCHEMA = "reqstate-bench-history/1"
 MANIFEST = "history.json"
 COMMITS = "commits"
-# Bumped when what a stored round means changes (then a stored folder is not reused).
-PROTOCOL = 1
+# Bumped when what a stored round means changes (then a stored folder is not reused). 2: the
+# driver's protocol 2 (bench.real.presets.DRIVER_PROTOCOL: steady cache, stand-in tokenizer).
+PROTOCOL = 2
 
 
 def folder_name(repo_name: str, anchor: str, preset: str, changed: dict[str, Any]) -> str:

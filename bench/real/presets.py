@@ -1,37 +1,34 @@
 """Real-mode presets: what the real scheduler is built with and what arrives, each number with
-its source (SGLang file:line at a named commit, an issue or PR, a page) or marked an assumption.
+its source (bench.real.sources: SGLang file:line at a named commit, an issue or PR, a page) or
+marked an assumption.
 
-A preset is a closed loop of `running` live requests (one arrives as one finishes: a
-decode-bound server's batch stays at B) through the revision's own colocated event loop, with
-the server arguments a production deployment of that size runs with. Its forward time is the
-denominator of "share of a forward". `python -m bench real presets` lists them; docs/REAL.md
-has the table.
+A preset is a closed loop of `running` clients (one arrives as one leaves: a decode-bound
+server's batch stays at B) through the revision's own event loop, with the server arguments a
+production deployment of that size runs with, and the request features its clients ask for
+(bench.real.driver.features: logprobs, stop strings, grammars, n > 1, aborts, multi-turn
+sessions, hidden states). Its forward time is the denominator of "share of a forward".
+`python -m bench real presets` lists them; docs/REAL.md has the table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from bench.core import scenarios as sc
 from bench.core.arrivals import max_length
+from bench.real import sources as src
+from bench.real.driver.features import ORDER, Features
+from bench.real.driver.server import MODEL_CONFIG
 
 LOCKSTEP_ITERATIONS = 1
 LOCKSTEP_VALUES = 400
-ASSUMED_KV = (
-    "assumption: KV capacity sized so the batch never retracts (running x (longest prompt + "
-    "longest output)); production sizes it by GPU memory"
-)
-GSP = (
-    "sglang bench_serving generated-shared-prefix defaults (python/sglang/benchmark/"
-    "serving.py:2612-2645 at sgl-project/sglang d55f1c28e2): 64 groups, 2,048-token system "
-    "prompt, 128-token question, 256-token output, range ratio 1.0 (fixed lengths)"
-)
-BENCH_SERVING = (
-    "sglang bench_serving request defaults (python/sglang/benchmark/serving.py:276-285 at "
-    "sgl-project/sglang d55f1c28e2): stream on, temperature 0, ignore_eos"
-)
+# The driver's protocol: bumped when what a process sends or measures changes, so that stored
+# rounds of an older protocol are never pooled with newer ones (bench/history/run.py).
+# 2: the stand-in tokenizer, warm-up until the cache is steady, the first cohort holding its
+# generated tokens, fixed-width request ids.
+DRIVER_PROTOCOL = 2
 
 
 @dataclass(frozen=True)
@@ -50,13 +47,24 @@ class RealPreset:
     stream: bool = True
     # "" colocated; "decode": the decode node of a disaggregated deployment, its KV transfers
     # through SGLang's fake backend (python/sglang/srt/disaggregation/fake/conn.py at
-    # sgl-project/sglang d55f1c28e2: handshakes and transfers that succeed at once). The
-    # prefill node refuses the fake backend (arg_groups/pd_disaggregation_hook.py:102 there):
-    # its fake path is per request on a server whose own transfer engine must start.
+    # sgl-project/sglang d55f1c28e2: handshakes and transfers that succeed at once); "prefill":
+    # the prefill node, through the driver's stand-in transfer backend (the prefill node refuses
+    # the fake one: arg_groups/pd_disaggregation_hook.py:102 there)
     disaggregation: str = ""
+    features: Features = field(default_factory=Features)
+    overlap: bool = False  # the overlap event loop (production's default) instead of the normal
+    mixed_chunk: bool = False  # --enable-mixed-chunk: prefill chunks mixed into decode batches
+    speculative: str = ""  # a draft-free speculative algorithm ("NGRAM"), or none
+    kv_tokens: int = 0  # the KV pool's tokens; 0: sized so that no request is retracted
+    # every Nth forward retracts a decoding request through the revision's own retraction test
+    # switch (SGLANG_TEST_RETRACT; 0: off): src.RETRACT says why KV pressure alone does not
+    retract_every: int = 0
+    hidden_width: int = 7168  # the width of returned hidden states (src.DEEPSEEK_HIDDEN)
     # How one process measures it (the harness's choice, not SGLang's): iterations run before
-    # anything is recorded, iterations per value, values per process.
+    # anything is recorded at least, then until the cache is steady (settle), iterations per
+    # value, values per process.
     warmup: int = 400
+    settle: bool = True
     iterations: int = 100
     values: int = 8
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -65,16 +73,25 @@ class RealPreset:
         return int(dist.partition(":")[2]) if dist.startswith("fixed:") else max_length(dist)
 
     @property
+    def longest_request(self) -> int:
+        """The most tokens one request holds: its prompt, and every turn's output and message."""
+        f = self.features
+        turns = f.turns if f.session > 0 else 1
+        out = self._longest(self.outputs)
+        message = self._longest(f.turn_message) if turns > 1 else 0
+        return self.prefix_len + self._longest(self.prompts) + turns * out + (turns - 1) * message
+
+    @property
     def context_len(self) -> int:
-        """The stand-in model's context: the longest prompt and output, and a margin."""
-        need = self.prefix_len + self._longest(self.prompts) + self._longest(self.outputs)
-        return max(1024, 1 << (need + 16).bit_length())
+        """The stand-in model's context: the longest request, and a margin."""
+        return max(1024, 1 << (self.longest_request + 16).bit_length())
 
     @property
     def max_total_tokens(self) -> int:
-        """KV tokens: room for every live request at its longest (ASSUMED_KV)."""
-        per = self.prefix_len + self._longest(self.prompts) + self._longest(self.outputs)
-        return self.running * per + self.chunked_prefill_size + 4096
+        """KV tokens: the preset's, or room for every live request at its longest (ASSUMED_KV)."""
+        if self.kv_tokens:
+            return self.kv_tokens
+        return self.running * self.longest_request + self.chunked_prefill_size + 4096
 
     def in_lockstep(self, changed: Mapping[str, Any] | None = None) -> RealPreset:
         """How processes of several revisions measure it together (bench.real.process): one
@@ -95,6 +112,7 @@ class RealPreset:
             "values": self.values,
             "iterations": self.iterations,
             "freeze_gc": True,
+            "settle": self.settle,
         }
 
     def server(self, seed: int) -> dict[str, Any]:
@@ -103,15 +121,24 @@ class RealPreset:
             "max_total_tokens": self.max_total_tokens,
             "chunked_prefill_size": self.chunked_prefill_size,
             "random_seed": seed,
+            "disable_overlap_schedule": not self.overlap,
         }
+        if self.mixed_chunk:
+            out["enable_mixed_chunk"] = True
+        if self.speculative:
+            out["speculative_algorithm"] = self.speculative
+        if self.features.hidden > 0:
+            out["enable_return_hidden_states"] = True
         if self.disaggregation:
             out["disaggregation_mode"] = self.disaggregation
-            out["disaggregation_transfer_backend"] = "fake"
+            # the prefill node refuses the fake backend: the driver's stand-in runs under the
+            # default backend's name (bench/real/driver/transfer.py)
+            prefill = self.disaggregation == "prefill"
+            out["disaggregation_transfer_backend"] = "nixl" if prefill else "fake"
         if self.disaggregation == "decode":
             # KV kept across a retraction in per-request CPU tensors, not the default pinned
             # host pool, which registers host memory with CUDA (python/sglang/srt/server_args.py
-            # :3118-3130 and mem_cache/registry.py:211-216 at sgl-project/sglang d55f1c28e2);
-            # the presets' KV is sized so that no request is retracted
+            # :3118-3130 and mem_cache/registry.py:211-216 at sgl-project/sglang d55f1c28e2)
             out["disaggregation_decode_retraction_backup"] = "cpu_tensor"
         return out
 
@@ -127,16 +154,39 @@ class RealPreset:
             "prefix_len": self.prefix_len,
             "seed": seed,
             "bootstrap_rooms": bool(self.disaggregation),
+            "bootstrap_host": "10.0.0.2" if self.disaggregation == "prefill" else "",
+            "features": self.features.to_json(),
         }
+
+    def env(self) -> dict[str, str]:
+        """Environment variables the driver sets for this preset (the revision reads them)."""
+        if not self.retract_every:
+            return {}
+        return {"SGLANG_TEST_RETRACT": "1", "SGLANG_TEST_RETRACT_INTERVAL": str(self.retract_every)}
+
+    def needs(self) -> list[str]:
+        """What the revision must have for this preset: its features and modes."""
+        out = list(self.features.used)
+        out += [m for m, on in (("overlap", self.overlap), ("mixed_chunk", self.mixed_chunk)) if on]
+        if self.retract_every:
+            out.append("retraction")
+        if self.features.max_new_tokens:
+            out.append("eos")
+        if self.speculative:
+            out.append(f"speculative={self.speculative}")
+        if self.disaggregation:
+            out.append(f"disaggregation={self.disaggregation}")
+        return out
 
     def meta(self, changed: Mapping[str, Any]) -> dict[str, Any]:
         """For the manifest: the description, every value with its source, what --set changed."""
         return {
             "description": self.description,
             "values": {k: v for k, v, _src in self.rows()},
-            "sources": {k: src for k, _v, src in self.rows()},
+            "sources": {k: s for k, _v, s in self.rows()},
             "changed": dict(changed),
             "forward_ms": self.forward_ms,
+            "driver_protocol": DRIVER_PROTOCOL,
         }
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -146,10 +196,56 @@ class RealPreset:
             "stream", "chunked_prefill_size", "max_running_requests", "forward_ms",
         )  # fmt: skip
         out = [(k, str(getattr(self, k)), self.sources.get(k, "")) for k in keys]
-        out.append(("max_total_tokens", str(self.max_total_tokens), ASSUMED_KV))
-        plan = "the harness's choice: how one process measures (not an SGLang number)"
-        out += [(k, str(getattr(self, k)), plan) for k in ("warmup", "iterations", "values")]
+        kv = self.sources.get("kv_tokens", src.ASSUMED_KV)
+        out.append(("max_total_tokens", str(self.max_total_tokens), kv))
+        loop = "overlap" if self.overlap else "normal"
+        out.append(("loop", loop, self.sources.get("loop", src.NORMAL_LOOP)))
+        for name in ("mixed_chunk", "speculative", "disaggregation", "retract_every"):
+            value = getattr(self, name)
+            if value:
+                out.append((name, str(value), self.sources.get(name, "")))
+        out += self._feature_rows()
+        plan = src.PLAN
+        out += [
+            (k, str(getattr(self, k)), plan) for k in ("warmup", "settle", "iterations", "values")
+        ]
         return out
+
+    def _feature_rows(self) -> list[tuple[str, str, str]]:
+        f = self.features
+        rows = []
+
+        def source(key: str) -> str:
+            return self.sources.get(key) or FEATURE_SOURCES.get(key, "")
+
+        for name in ORDER:
+            if f.share(name) > 0:
+                rows.append((name, f"{f.share(name):g}", self.sources.get(name, src.NO_SHARE)))
+                rows += [(p, _show(getattr(f, p)), source(p)) for p in FEATURE_PARAMS.get(name, ())]
+        if f.hidden > 0:
+            rows.append(("hidden_width", str(self.hidden_width), src.DEEPSEEK_HIDDEN))
+        for param in ("max_new_tokens", "temperature", "top_p", "top_k", "ignore_eos"):
+            default = getattr(Features(), param)
+            if getattr(f, param) != default or param in self.sources:
+                rows.append((param, _show(getattr(f, param)), source(param)))
+        return rows
+
+
+FEATURE_PARAMS: dict[str, tuple[str, ...]] = {
+    "logprob": ("top_logprobs_num", "logprob_start_len"),
+    "stop": ("stop_strings",),
+    "regex": ("regex_pattern",),
+    "json": ("json_schema",),
+    "parallel": ("n",),
+    "session": ("turns", "turn_message", "think_iterations"),
+    "hidden": ("hidden_mode",),
+}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ", ".join(repr(v) for v in value)
+    return str(value)
 
 
 def _decode(
@@ -172,10 +268,181 @@ def _decode(
             "prompts": "the decode-dspark scenario's prompts; " + sc.BENCH_RANDOM,
             "prompt_range_ratio": sc.BENCH_RANDOM,
             "outputs": sc.BENCH_RANDOM + " (--random-output 1024)",
-            "stream": BENCH_SERVING,
+            "stream": src.BENCH_SERVING,
             "chunked_prefill_size": sc.CHUNK_BY_GPU,
             "max_running_requests": sc.MAX_RUNNING,
             "forward_ms": forward_source,
+        },
+    )
+
+
+# What each feature's parameters are, wherever a preset (or --set) turns it on.
+FEATURE_SOURCES = {
+    "top_logprobs_num": src.SLIME_TOP_K,
+    "logprob_start_len": src.SLIME_LOGPROB,
+    "stop_strings": src.STOP_TAGS,
+    "regex_pattern": src.REGEX,
+    "json_schema": src.SCHEMA,
+    "n": src.SLIME_N,
+    "turns": src.TURNS,
+    "turn_message": src.MESSAGE,
+    "think_iterations": src.THINK,
+    "hidden_mode": src.HIDDEN_MODE,
+    "max_new_tokens": src.NO_CAP,
+    "temperature": src.BENCH_SERVING,
+    "top_p": src.BENCH_SERVING,
+    "top_k": src.BENCH_SERVING,
+    "ignore_eos": src.BENCH_SERVING,
+}
+# Production's traffic: a server at ~1,500 running requests mixing what clients ask for. The
+# shares have no published source (src.NO_SHARE): `real features` measures each one's cost.
+MIX_FEATURES = Features(
+    logprob=0.25,
+    stop=0.5,
+    regex=0.02,
+    json=0.05,
+    parallel=0.05,
+    abort=0.1,
+    session=0.5,
+    temperature=1.0,
+    ignore_eos=False,
+)
+MIX_SOURCES = {
+    "logprob": src.NO_SHARE,
+    "stop": src.NO_SHARE,
+    "regex": src.NO_SHARE,
+    "json": src.NO_SHARE,
+    "parallel": src.NO_SHARE,
+    "abort": src.ABORTS + " (in RL rollouts; the mix's share is an assumption)",
+    "session": src.NO_SHARE,
+    "temperature": src.SLIME_TEMPERATURE,
+    "ignore_eos": src.SLIME_EOS,
+}
+RL_FEATURES = Features(
+    logprob=1.0,
+    parallel=1.0,
+    abort=0.1,
+    session=1.0,
+    temperature=1.0,
+    ignore_eos=False,
+)
+RL_SOURCES = {
+    "logprob": src.SLIME_LOGPROB,
+    "parallel": src.SLIME_N,
+    "abort": src.ABORTS,
+    "session": src.TURNS,
+    "temperature": src.SLIME_TEMPERATURE,
+    "ignore_eos": src.SLIME_EOS,
+}
+
+
+def _mix() -> RealPreset:
+    running = 1536
+    return RealPreset(
+        name="production-mix",
+        description="colocated server at ~1,500 running requests, the overlap loop, clients "
+        "mixing logprobs, stop strings, grammars, n > 1, aborts and multi-turn sessions",
+        running=running,
+        prompts="sharegpt",
+        prompt_range_ratio=0.0,
+        outputs="sharegpt",
+        chunked_prefill_size=8192,
+        max_running_requests=4096,
+        forward_ms=90.0,
+        features=MIX_FEATURES,
+        overlap=True,
+        kv_tokens=1_750_000,
+        iterations=50,
+        sources={
+            "running": src.PY_SPY_1500,
+            "prompts": sc.SHAREGPT,
+            "prompt_range_ratio": "not used: ShareGPT-like lengths follow their own "
+            "distribution (bench/core/arrivals.py)",
+            "outputs": sc.SHAREGPT,
+            "stream": src.BENCH_SERVING,
+            "chunked_prefill_size": sc.CHUNK_BY_GPU,
+            "max_running_requests": sc.MAX_RUNNING,
+            "forward_ms": src.MIX_FORWARD,
+            "kv_tokens": src.KV_MIX,
+            "loop": src.OVERLAP_DEFAULT,
+            **MIX_SOURCES,
+        },
+    )
+
+
+def _rl() -> RealPreset:
+    running = 512
+    return RealPreset(
+        name="rl-rollout",
+        description="an RL rollout engine: every request returns its tokens' logprobs, groups "
+        "of 8 samples of one prompt (n > 1), multi-turn trajectories, the tail aborted",
+        running=running,
+        prompts="random-1k",
+        prompt_range_ratio=0.0,
+        outputs="random-1k",
+        chunked_prefill_size=8192,
+        max_running_requests=4096,
+        forward_ms=90.0,
+        features=RL_FEATURES,
+        overlap=True,
+        kv_tokens=860_000,
+        iterations=50,
+        sources={
+            "running": src.SLIME_CONCURRENCY,
+            "prompts": "assumption: prompts up to 1,024 tokens (math and tool-use datasets' "
+            "prompts are short); " + sc.BENCH_RANDOM,
+            "prompt_range_ratio": sc.BENCH_RANDOM,
+            "outputs": "assumption: responses up to 1,024 tokens per turn (slime's scripts cap "
+            "a response at 8,192: scripts/run-qwen3-4B.sh:59 at 624b824a); " + sc.BENCH_RANDOM,
+            "stream": "assumption: streamed, as bench_serving's are (slime's /generate calls "
+            "are not streamed; the scheduler's output path runs either way)",
+            "chunked_prefill_size": sc.CHUNK_BY_GPU,
+            "max_running_requests": sc.MAX_RUNNING,
+            "forward_ms": src.MIX_FORWARD.replace("1,536", "512"),
+            "kv_tokens": src.KV_RL,
+            "loop": src.OVERLAP_DEFAULT,
+            **RL_SOURCES,
+        },
+    )
+
+
+def _retraction() -> RealPreset:
+    base = _decode("x", 256, sc.CUDA_GRAPH_BS, sc.DECODE_FORWARD, 100)
+    return replace(
+        base,
+        name="retraction",
+        description="decode-b256 whose decode retracts a request every 20th forward, as a "
+        "full KV pool makes it, through the revision's own retraction switch, and re-admits it",
+        retract_every=20,
+        sources={**base.sources, "retract_every": src.RETRACT},
+    )
+
+
+def _pd_prefill() -> RealPreset:
+    return RealPreset(
+        name="pd-prefill",
+        description="the prefill node of a disaggregated deployment: random-4k prompts through "
+        "8k chunks, each request's KV sent through the driver's stand-in transfer backend and "
+        "held in the inflight queue until its transfer succeeds",
+        running=64,
+        prompts="random-4k",
+        prompt_range_ratio=0.0,
+        outputs="fixed:1",
+        chunked_prefill_size=8192,
+        max_running_requests=4096,
+        forward_ms=1200.0,
+        disaggregation="prefill",
+        sources={
+            "running": "assumption: enough queued to fill every chunk (the prefill scenarios' "
+            "'fill')",
+            "prompts": sc.BENCH_RANDOM,
+            "prompt_range_ratio": sc.BENCH_RANDOM,
+            "outputs": "a prefill node generates the first token only",
+            "stream": src.BENCH_SERVING,
+            "chunked_prefill_size": sc.CHUNK_BY_GPU,
+            "max_running_requests": sc.MAX_RUNNING,
+            "forward_ms": sc.PREFILL_FORWARD,
+            "disaggregation": src.PD_PREFILL,
         },
     )
 
@@ -218,7 +485,7 @@ PRESETS: dict[str, RealPreset] = {
                 "prompt_range_ratio": sc.BENCH_RANDOM,
                 "outputs": "a prefill node's requests carry max_new_tokens=1 (the prefill "
                 "scenarios' outputs)",
-                "stream": BENCH_SERVING,
+                "stream": src.BENCH_SERVING,
                 "chunked_prefill_size": sc.CHUNK_BY_GPU,
                 "max_running_requests": sc.MAX_RUNNING,
                 "forward_ms": sc.PREFILL_FORWARD,
@@ -239,25 +506,19 @@ PRESETS: dict[str, RealPreset] = {
             forward_ms=90.0,
             sources={
                 "running": sc.CUDA_GRAPH_BS + " (an assumption for this dataset)",
-                "prompts": GSP,
-                "prompt_range_ratio": GSP,
-                "outputs": GSP,
-                "prefix_groups": GSP,
-                "prefix_len": GSP,
-                "stream": BENCH_SERVING,
+                "prompts": src.GSP,
+                "prompt_range_ratio": src.GSP,
+                "outputs": src.GSP,
+                "prefix_groups": src.GSP,
+                "prefix_len": src.GSP,
+                "stream": src.BENCH_SERVING,
                 "chunked_prefill_size": sc.CHUNK_BY_GPU,
                 "max_running_requests": sc.MAX_RUNNING,
                 "forward_ms": sc.DECODE_FORWARD,
             },
         ),
         replace(
-            _decode(
-                "pd-decode-b256",
-                256,
-                sc.CUDA_GRAPH_BS,
-                sc.DECODE_FORWARD,
-                100,
-            ),
+            _decode("pd-decode-b256", 256, sc.CUDA_GRAPH_BS, sc.DECODE_FORWARD, 100),
             description="the decode node of a disaggregated deployment: 256 running requests "
             "arriving with their KV through the fake transfer backend, each finished one replaced",
             disaggregation="decode",
@@ -285,20 +546,25 @@ PRESETS: dict[str, RealPreset] = {
                 "prompt_range_ratio": "not used: ShareGPT-like lengths follow their own "
                 "distribution (bench/core/arrivals.py)",
                 "outputs": sc.SHAREGPT,
-                "stream": BENCH_SERVING,
+                "stream": src.BENCH_SERVING,
                 "chunked_prefill_size": sc.CHUNK_BY_GPU,
                 "max_running_requests": sc.MAX_RUNNING,
                 "forward_ms": "NVIDIA NIM for LLMs benchmark page: Llama-3.1-8B decode at ~256 "
                 "concurrent on H100, inter-token latency ~16 ms (the colocated scenario's)",
             },
         ),
+        _mix(),
+        _rl(),
+        _retraction(),
+        _pd_prefill(),
     )
 }
 
 DEFAULT = ("decode-b256", "decode-b1024")
 # What `gate --real` gates by default: a preset that admits requests every iteration (where
-# allocation and prefix matching run) and the decode batch at the CUDA-graph size.
-GATE_DEFAULT = ("prefill-chunked", "decode-b256")
+# allocation and prefix matching run), the decode batch at the CUDA-graph size, and production's
+# mix (the overlap loop, the features real traffic asks for, ~1,500 running).
+GATE_DEFAULT = ("prefill-chunked", "decode-b256", "production-mix")
 
 
 def get(name: str) -> RealPreset:
@@ -310,10 +576,43 @@ def get(name: str) -> RealPreset:
         ) from None
 
 
-SETTABLE = (
-    "running", "prompts", "outputs", "chunked_prefill_size", "max_running_requests", "warmup",
-    "iterations", "values",
-)  # fmt: skip
+# --set KEY=VALUE: the preset's own values and its features', each with its type.
+_PRESET_KEYS: dict[str, type] = {
+    "running": int, "prompts": str, "outputs": str, "chunked_prefill_size": int,
+    "max_running_requests": int, "warmup": int, "iterations": int, "values": int,
+    "kv_tokens": int, "overlap": bool, "mixed_chunk": bool, "speculative": str,
+    "settle": bool, "hidden_width": int, "retract_every": int,
+}  # fmt: skip
+_FEATURE_KEYS: dict[str, type] = {
+    f.name: (float if f.name in ORDER else type(getattr(Features(), f.name)))
+    for f in fields(Features)
+    if f.name not in ("stop_strings",)
+}
+SETTABLE: dict[str, type] = {**_PRESET_KEYS, **_FEATURE_KEYS}
+
+
+def parse_value(key: str, text: str) -> Any:
+    """A --set value of its key's type; ValueError saying what was expected."""
+    kind = SETTABLE.get(key)
+    if kind is None:
+        raise ValueError(f"real presets take --set {', '.join(SETTABLE)}; not {key!r}")
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"--set {key}={text}: expected 0 or 1")
+    if kind is str:
+        return text
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(
+            f"--set {key}={text}: expected {'a number' if kind is float else 'an integer'}"
+        ) from None
+    if key in ORDER and not 0.0 <= value <= 1.0:
+        raise ValueError(f"--set {key}={text}: a share of requests, from 0 to 1")
+    return value
 
 
 def with_changes(preset: RealPreset, changes: Mapping[str, Any]) -> RealPreset:
@@ -321,7 +620,10 @@ def with_changes(preset: RealPreset, changes: Mapping[str, Any]) -> RealPreset:
     for key in changes:
         if key not in SETTABLE:
             raise ValueError(f"real presets take --set {', '.join(SETTABLE)}; not {key!r}")
-    return replace(preset, **changes)
+    mine = {k: v for k, v in changes.items() if k in _PRESET_KEYS}
+    theirs = {k: v for k, v in changes.items() if k in _FEATURE_KEYS}
+    features = replace(preset.features, **theirs) if theirs else preset.features
+    return replace(preset, **mine, features=features)
 
 
 def markdown() -> str:
@@ -329,14 +631,19 @@ def markdown() -> str:
     out = []
     for p in PRESETS.values():
         star = " (default)" if p.name in DEFAULT else ""
+        gate = " (gated by default)" if p.name in GATE_DEFAULT else ""
         out += [
-            f"### `{p.name}`{star}",
+            f"### `{p.name}`{star}{gate}",
             "",
             p.description + ".",
             "",
             "| parameter | value | source |",
             "|---|---|---|",
         ]
-        out += [f"| {k} | {v} | {src or '-'} |" for k, v, src in p.rows()]
+        out += [f"| {k} | {v} | {s or '-'} |" for k, v, s in p.rows()]
         out.append("")
     return "\n".join(out)
+
+
+def vocab_size() -> int:
+    return int(MODEL_CONFIG["vocab_size"])

@@ -6,9 +6,12 @@ becomes one here.
 
 Lockstep: two revisions cannot share an interpreter, so their processes cannot interleave
 iteration by iteration as the step suite's schedulers do. Instead every process of a group is
-started at once, built and warmed up, and then measures its windows in turns: before window i
-each driver says `@window i` and waits; the harness lets each go in a seeded shuffled order,
-waiting for it to reach its next window before the next one goes. So window i of every
+started at once, built and warmed up until its KV cache is steady; each says `@steady N` (the
+iteration it settled at) and waits; once all have, the harness names the latest, K, and every
+process warms up to iteration K, so all measure the same iterations of the request stream.
+Then they measure their windows in turns: before window i each driver says `@window i` and
+waits; the harness lets each go in a seeded shuffled order, waiting for it to reach its next
+window before the next one goes. So window i of every
 revision is measured within a second or so of the others', never at the same time (the one
 measuring has the machine; the others sleep), and a slow drift of the machine, which moves a
 shared 2-core host by ±10% over seconds to minutes here, lands on every revision alike.
@@ -91,15 +94,17 @@ class DriverProcess:
             line = line.rstrip("\n")
             if line.startswith("@window ") and self.events is not None:
                 self.events.put((self.index, line.removeprefix("@window ")))
+            elif line.startswith("@steady ") and self.events is not None:
+                self.events.put((self.index, "steady " + line.removeprefix("@steady ")))
             else:
                 self.tail = [*self.tail[-30:], line]
         if self.events is not None:
             self.events.put((self.index, "exit"))
 
-    def go(self) -> None:
+    def go(self, line: str = "go") -> None:
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write("go\n")
+            self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass
@@ -178,7 +183,14 @@ def run_lockstep(
         for i, (env, tree, job) in enumerate(units):
             job = {**job, "plan": {**job["plan"], "lockstep": True}}
             procs.append(DriverProcess(env, tree, job, events=events, index=i))
-        state = {i: next_event(i) for i in range(len(procs))}  # each at its first window
+        state = {i: next_event(i) for i in range(len(procs))}  # each settled, or gone
+        settled = {i: int(w.split()[1]) for i, w in state.items() if w.startswith("steady ")}
+        if settled:
+            start = max(settled.values())
+            for i in settled:
+                procs[i].go(f"start {start}")
+            for i in settled:
+                state[i] = next_event(i)  # at its first window
         while True:
             turn = [i for i, where in state.items() if where not in ("end", "exit")]
             if not turn:

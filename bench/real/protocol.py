@@ -16,12 +16,21 @@ and patched, the build and import times; or `kind` and `message` of a failure.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from bench.base.storage import cache_dir
+
 # Set in every driver process: the revision's CPU paths (is_cpu() in sglang.srt.utils) instead
-# of the CUDA ones, which import vllm's rotary embedding on a machine without the CUDA stack.
-DRIVER_ENV = {"SGLANG_USE_CPU_ENGINE": "1"}
+# of the CUDA ones, which import vllm's rotary embedding on a machine without the CUDA stack;
+# no model hub is ever asked (the stand-in's config and tokenizer are local files).
+DRIVER_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 VOCAB_SIZE = 32000  # bench.real.driver.server.MODEL_CONFIG
+
+
+def tokenizer_cache() -> Path:
+    """Where the stand-in tokenizer is trained once (bench.real.driver.tokenizer)."""
+    return cache_dir() / "real" / "tokenizer"
 
 
 def probe_job(stubs: list[str]) -> dict[str, Any]:
@@ -37,7 +46,9 @@ def probe_job(stubs: list[str]) -> dict[str, Any]:
             "max_total_tokens": 16384,
             "chunked_prefill_size": 512,
             "random_seed": 0,
+            "disable_overlap_schedule": True,
         },
+        "tokenizer_cache": str(tokenizer_cache()),
         "workload": {
             "running": 4,
             "prompts": "fixed:64",
@@ -47,5 +58,11 @@ def probe_job(stubs: list[str]) -> dict[str, Any]:
             "vocab_size": VOCAB_SIZE,
             "seed": 0,
         },
-        "plan": {"warmup_iterations": 4, "values": 1, "iterations": 8, "freeze_gc": True},
+        "plan": {
+            "warmup_iterations": 4,
+            "values": 1,
+            "iterations": 8,
+            "freeze_gc": True,
+            "settle": False,
+        },
     }

@@ -140,21 +140,31 @@ def prepare(specs: list[str], interpreter: str | None = None) -> list[Revision]:
 
 
 def job(
-    rev: Revision, preset: RealPreset, *, seed: int, worker: int, mode: str = "measure"
+    rev: Revision,
+    preset: RealPreset,
+    *,
+    seed: int,
+    worker: int,
+    mode: str = "measure",
+    coverage: bool = False,
 ) -> dict[str, Any]:
     """The driver's job for one process (bench.real.protocol)."""
 
     return {
         "mode": mode,
         "check_defined": [h.name for h in HOT_PATH] if mode == "count" else [],
+        "coverage": coverage,
         "stubs": rev.env.stubs,
-        "env": dict(protocol.DRIVER_ENV),
+        "env": {**protocol.DRIVER_ENV, **preset.env()},
         "context_len": preset.context_len,
         "server": preset.server(seed),
         "workload": preset.workload(seed, protocol.VOCAB_SIZE),
         "plan": preset.plan(),
         "hash_seed": worker + 1,
         "inject": f"strategies.{rev.home}" if rev.home else None,
+        "tokenizer_cache": str(protocol.tokenizer_cache()),
+        "hidden_width": preset.hidden_width,
+        "transfer": preset.disaggregation == "prefill",
     }
 
 

@@ -25,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.timing import now_ns
-from bench.real.driver import calls, inject, ipc, server, standin, stubs
+from bench.real.driver import calls, inject, ipc, server, standin, stubs, transfer
+from bench.real.driver import tokenizer as stand_in_tokenizer
 from bench.real.driver.calls import CallCounter
+from bench.real.driver.client import Client
+from bench.real.driver.coverage import LineTracer
 from bench.real.driver.loop import Finished, Plan, Steering
 from bench.real.driver.phases import Phases
 from bench.real.driver.requests import RequestFactory, Workload
@@ -124,6 +127,25 @@ def _import_revision(job: dict[str, Any], out: dict[str, Any]) -> stubs.StubFind
     return finder
 
 
+def _tokenizer(job: dict[str, Any], workload: Workload) -> tuple[Path | None, Any]:
+    """The stand-in tokenizer's folder (trained once into the cache) and, where requests need
+    it to be normalised (stop strings), the tokenizer itself, as the tokenizer manager holds it."""
+    cache = job.get("tokenizer_cache")
+    if not cache or not stand_in_tokenizer.available():
+        if workload.features.needs_tokenizer:
+            raise RuntimeError(
+                "the preset's stop strings or grammars need a tokenizer, and this environment "
+                "has no `tokenizers` package to train the stand-in's"
+            )
+        return None, None
+    folder = stand_in_tokenizer.ensure(cache, workload.vocab_size)
+    if not workload.features.stop:
+        return folder, None
+    from transformers import AutoTokenizer
+
+    return folder, AutoTokenizer.from_pretrained(str(folder))
+
+
 def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steering:
     """The stand-in, the sockets, the request stream, an injected state home: in place before
     the Scheduler is built."""
@@ -131,15 +153,28 @@ def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steer
 
     phases.install()
     workload = Workload.from_json(job["workload"])
-    out["replaced"] += standin.install(phases, workload.vocab_size)
+    out["replaced"] += standin.install(
+        phases,
+        workload.vocab_size,
+        int(job.get("hidden_width", server.MODEL_CONFIG["hidden_size"])),
+    )
+    folder, tokenizer = _tokenizer(job, workload)
+    out["tokenizer_dir"] = str(folder) if folder is not None else None
     channel = ipc.Channel()
     out["replaced"] += ipc.install(channel)
+    if job.get("transfer"):
+        out["replaced"] += transfer.install()
+    encode = ipc.encoder()
+
+    def send(obj: Any) -> None:
+        channel.pending.append(encode(obj))
+
     steering = Steering(
-        factory=RequestFactory(workload),
+        client=Client(RequestFactory(workload, tokenizer), workload.running, send),
         channel=channel,
         phases=phases,
         plan=Plan(**job["plan"]),
-        encode=ipc.encoder(),
+        encode=encode,
         freeze_request=getattr(io_struct, "FreezeGCReq", None),
     )
     if job.get("inject"):
@@ -148,12 +183,15 @@ def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steer
         steering.release = strategy.release
         out["injected"] = strategy.NAME
     steering.track_requests(schedule_batch.Req)
+    steering.track_retractions(schedule_batch.ScheduleBatch)
     if job.get("mode") == "count":
         steering.counter = CallCounter(out["sglang_file"])
+        if job.get("coverage"):
+            steering.tracer = LineTracer(out["sglang_file"])
     channel.on_boundary = steering.boundary
 
     def on_finish() -> None:
-        out["live_at_end"] = steering.sent - steering.finished
+        out["live_at_end"] = len(steering._live) + len(steering.channel.pending)
         out["tracked_at_end"] = len(gc.get_objects()) + gc.get_freeze_count()
         out["frozen"] = gc.get_freeze_count()
 
@@ -181,8 +219,14 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
     scheduler.Scheduler.run_event_loop = run_event_loop
     _carry(scheduler.Scheduler, "__init__")
     with tempfile.TemporaryDirectory(prefix="reqstate-real-model-") as model_dir:
-        model = server.write_model(Path(model_dir), int(job["context_len"]))
+        tok = out.get("tokenizer_dir")
+        model = server.write_model(
+            Path(model_dir), int(job["context_len"]), Path(tok) if tok else None
+        )
         values = {**server.BASE_ARGS, **job.get("server", {}), "model_path": str(model)}
+        # without the stand-in tokenizer (an environment without `tokenizers`: the tests' tiny
+        # tree) the driver sends token ids, as --skip-tokenizer-init allows
+        values["skip_tokenizer_init"] = tok is None
         args, passed, missing = server.server_args(values)
         out["server_args"] = {k: v for k, v in passed.items() if k != "model_path"}
         out["server_args_missing"] = missing
@@ -209,12 +253,19 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     out["notes"] = steering.notes
     out["records"] = [dataclasses.asdict(r) for r in steering.records]
     out["warmup_ns"] = steering.warmup_ns
+    out["warmup_trace"] = steering.warmup_trace
+    out["settled"] = steering.settled
+    out["measure_start"] = steering.measure_start
+    out["pool_size"] = steering.pool_size
     out["requests_sent"] = steering.sent
     out["requests_finished"] = steering.finished
+    out["aborts_sent"] = steering.client.aborts_sent
     if steering.counter is not None:
         out["calls"] = steering.counter.iterations
         out["functions"] = {k: list(v) for k, v in steering.counter.functions.items()}
         out["defined"] = calls.defined(list(job.get("check_defined", ())))
+    if steering.tracer is not None:
+        out["coverage"] = steering.tracer.report()
     out["ok"] = True
     return out
 

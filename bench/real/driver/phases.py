@@ -3,8 +3,9 @@ time attributed to the innermost phase running (exclusive time), so the phases o
 add up to its wall time.
 
     receive   the loop's handling of arrived requests (process_input_requests)
-    transfer  a disaggregated decode node's own queues: preallocation and the KV transfers
-              polled (process_decode_queue)
+    transfer  a disaggregated node's own queues: a decode node's preallocation and the KV
+              transfers it polls (process_decode_queue); a prefill node's bootstrap queue and
+              the inflight queue polled until each transfer succeeds
     schedule  choosing the next batch (get_next_batch_to_run and its PD twins), less prepare
     prepare   building the batch's tensors (prepare_for_extend / prepare_for_decode / prebuilt)
     forward   run_batch's own host work (ForwardBatch.init_new, the worker's wrapping), less the
@@ -49,7 +50,11 @@ _PRE = "sglang.srt.disaggregation.prefill"
 _DSB = "sglang.srt.disaggregation.decode_schedule_batch_mixin"
 TARGETS: dict[str, tuple[tuple[str, str], ...]] = {
     "receive": ((_SCHED, "Scheduler.process_input_requests"),),
-    "transfer": ((_DEC, "SchedulerDisaggregationDecodeMixin.process_decode_queue"),),
+    "transfer": (
+        (_DEC, "SchedulerDisaggregationDecodeMixin.process_decode_queue"),
+        (_PRE, "PrefillBootstrapQueue.pop_bootstrapped"),
+        (_PRE, "SchedulerDisaggregationPrefillMixin.process_disagg_prefill_inflight_queue"),
+    ),
     "schedule": (
         (_SCHED, "Scheduler.get_next_batch_to_run"),
         (_DEC, "SchedulerDisaggregationDecodeMixin.get_next_disagg_decode_batch_to_run"),

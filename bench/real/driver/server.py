@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.real.driver import tokenizer
+
 # The stand-in model: a Llama config small enough that its real KV pools (tiny head dims, the
 # preset's token counts) fit this machine's memory; nothing is ever computed with it.
 MODEL_CONFIG: dict[str, Any] = {
@@ -36,11 +38,14 @@ MODEL_CONFIG: dict[str, Any] = {
 }
 
 
-def write_model(folder: Path, context_len: int) -> Path:
-    """config.json of the stand-in model (no weights: load_format is dummy)."""
+def write_model(folder: Path, context_len: int, tokenizer_dir: Path | None = None) -> Path:
+    """config.json of the stand-in model (no weights: load_format is dummy) and, beside it, the
+    stand-in tokenizer (bench.real.driver.tokenizer), which the scheduler loads from there."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {**MODEL_CONFIG, "max_position_embeddings": context_len}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    if tokenizer_dir is not None:
+        tokenizer.install(folder, tokenizer_dir)
     return folder
 
 
@@ -50,9 +55,7 @@ BASE_ARGS: dict[str, Any] = {
     "attention_backend": "torch_native",  # allocation without triton kernels on the CPU
     "sampling_backend": "pytorch",
     "load_format": "dummy",
-    "skip_tokenizer_init": True,  # the driver sends token ids, as --skip-tokenizer-init allows
     "disable_cuda_graph": True,
-    "disable_overlap_schedule": True,  # the normal event loop
     "log_level": "error",
     # the KV configurator reads this machine's memory as the GPU's; with its default it can
     # compute a negative fraction (d55f1c28e2); max_total_tokens sets the pool size
