@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.base.errors import EXIT_OK, UsageError
-from bench.base.storage import write_json
+from bench.base.storage import write_atomic, write_json
 from bench.base.timing import wall_s
 from bench.config.budget import BUDGET_DEFAULT
 from bench.config.cliargs import SubParsers, csv_list
-from bench.real import freqmap, presets, source, venv
+from bench.core import hotpath
+from bench.real import coverage, features, freqmap, presets, source, venv
 from bench.real import presets as rp
 from bench.real.presets import SETTABLE
 from bench.real.run import (
@@ -91,31 +93,97 @@ def _cmd_hotpath(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    """`real coverage SRC`: each preset's untimed counting pass, traced line by line."""
+
+    names = [x for group in (args.real_preset or [list(rp.GATE_DEFAULT)]) for x in group]
+    before_names = [x for group in (args.before or []) for x in group]
+    changes = parse_set(args.set)
+    chosen = _presets(names, changes)
+    before = _presets(before_names, changes) if before_names else []
+    (rev,) = prepare([args.source], args.real_python, [*chosen, *before])
+    traced = replace_iterations(
+        chosen + [p for p in before if p.name not in names], args.iterations
+    )
+    outs: dict[str, dict[str, Any]] = {}
+    for preset in traced:
+        _progress(f"{preset.name} {rev.source.label}: tracing the scheduler's packages (untimed)")
+        t0 = wall_s()
+        out = run_count(rev, preset, seed=args.seed, coverage=True)
+        if not out.get("ok"):
+            raise UsageError(
+                f"{rev.source.label} {preset.name}: the pass failed: {out.get('message')}"
+            )
+        outs[preset.name] = out
+        _progress(f"{preset.name}: traced in {wall_s() - t0:.0f} s")
+    cov = coverage.Coverage.build(rev.source.label, {n: outs[n] for n in names})
+    table = hotpath.measured(rev.source.commit or rev.source.label)
+    cov.measured_functions = [r.name for r in table.rows] if table is not None else []
+    prior = (
+        coverage.Coverage.build(rev.source.label, {p.name: outs[p.name] for p in before})
+        if before
+        else None
+    )
+    text = coverage.markdown(cov, before=prior)
+    if args.markdown:
+        print(text, end="")
+    else:
+        print("\n".join(coverage.lines(cov)))
+    if args.output:
+        write_atomic(Path(args.output), text)
+    return EXIT_OK
+
+
+def _cmd_features(args: argparse.Namespace) -> int:
+    """`real features SRC`: each feature's and mode's cost per iteration, in lockstep."""
+
+    (base,) = _presets([args.base], parse_set(args.set))
+    chosen = [x for group in (args.variants or [list(features.DEFAULT_VARIANTS)]) for x in group]
+    cfg = features.FeatureRun(
+        source=args.source,
+        base=base,
+        variants=tuple(chosen),
+        share=args.share,
+        rounds=args.rounds,
+        seed=args.seed,
+        interpreter=args.real_python,
+        output_dir=Path(args.output_dir),
+    )
+    return features.execute(cfg)
+
+
+def replace_iterations(chosen: list[Any], iterations: int) -> list[Any]:
+    """The presets as a coverage pass runs them: `iterations` measured iterations in one value."""
+    return [replace(p, values=1, iterations=iterations) for p in chosen]
+
+
 def _presets(names: list[str], changes: dict[str, Any]) -> list[Any]:
 
     return selected(names, changes)
 
 
 def parse_set(items: list[str] | None) -> dict[str, Any]:
-    """--set KEY=VALUE for real presets (bench.real.presets.SETTABLE)."""
+    """--set KEY=VALUE for real presets (bench.real.presets.SETTABLE: each key's type)."""
 
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or key not in SETTABLE:
             raise UsageError(f"--set {item}: with --real, KEY is one of {', '.join(SETTABLE)}")
-        out[key] = value if key in ("prompts", "outputs") else _int(key, value)
+        try:
+            out[key] = presets.parse_value(key, value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if SETTABLE[key] is int and out[key] <= 0 and key not in _MAY_BE_ZERO:
+            raise UsageError(f"--set {key}={value}: expected a positive integer")
     return out
 
 
-def _int(key: str, value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageError(f"--set {key}={value}: expected an integer") from None
-    if n <= 0:
-        raise UsageError(f"--set {key}={value}: expected a positive integer")
-    return n
+# integers whose 0 (or -1) means something: no cap, no KV override, output logprobs only
+_MAY_BE_ZERO = frozenset(
+    {"kv_tokens", "max_new_tokens", "top_logprobs_num", "logprob_start_len", "top_k",
+     "think_iterations", "retract_every"}
+)  # fmt: skip
 
 
 # Options of `run` that measure the synthetic loop: refused with --real.
@@ -230,3 +298,62 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     h.add_argument("--markdown", action="store_true", help="print the comparison as markdown")
     h.add_argument("--json", metavar="PATH", help="also write the measured map here")
     h.set_defaults(func=_cmd_hotpath)
+    c = verbs.add_parser(
+        "coverage",
+        help="the lines and functions of the scheduler's packages each preset runs (untimed), "
+        "their union, and the hot-path functions no preset reaches",
+    )
+    c.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
+    c.add_argument(
+        "--real-preset",
+        action="append",
+        type=csv_list,
+        metavar="NAME[,NAME]",
+        help=f"the presets traced (default: the gate's, {','.join(rp.GATE_DEFAULT)})",
+    )
+    c.add_argument(
+        "--before",
+        action="append",
+        type=csv_list,
+        metavar="NAME[,NAME]",
+        help="also trace these presets and show their union beside the others' (what the "
+        "coverage was with them alone)",
+    )
+    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="change a preset value")
+    c.add_argument(
+        "--iterations",
+        type=int,
+        default=coverage.DEFAULT_ITERATIONS,
+        help=f"measured iterations traced per preset (default {coverage.DEFAULT_ITERATIONS})",
+    )
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--real-python", metavar="PYTHON", help="this interpreter instead of building")
+    c.add_argument("--markdown", action="store_true", help="print the tables as markdown")
+    c.add_argument("--output", metavar="PATH", help="also write the markdown here")
+    c.set_defaults(func=_cmd_coverage)
+    f = verbs.add_parser(
+        "features",
+        help="what each request feature and scheduler mode costs per iteration against the "
+        "plain preset at the same batch (processes in lockstep)",
+    )
+    f.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
+    f.add_argument("--base", default="decode-b256", help="the plain preset (default decode-b256)")
+    f.add_argument(
+        "--variants",
+        action="append",
+        type=csv_list,
+        metavar="NAME[,NAME]",
+        help=f"features and modes measured (default all: {','.join(features.DEFAULT_VARIANTS)})",
+    )
+    f.add_argument(
+        "--share",
+        type=float,
+        default=features.DEFAULT_SHARE,
+        help=f"the share of requests a feature is on (default {features.DEFAULT_SHARE})",
+    )
+    f.add_argument("--rounds", type=int, default=features.DEFAULT_ROUNDS)
+    f.add_argument("--set", action="append", metavar="KEY=VALUE", help="change the plain preset")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--real-python", metavar="PYTHON", help="this interpreter instead of building")
+    f.add_argument("--output-dir", default="reports", help="where the features folder goes")
+    f.set_defaults(func=_cmd_features)

@@ -32,6 +32,7 @@ from bench.base.storage import write_atomic, write_json
 from bench.base.timing import wall_s
 from bench.gate.judge import Judgement
 from bench.history import commits as hc
+from bench.real import capabilities
 from bench.real.gate import MIN_ROUNDS, RealGate, judge, measure
 from bench.real.presets import RealPreset
 from bench.real.run import prepare
@@ -223,6 +224,9 @@ def markdown(result: BisectResult, title: str) -> str:
 
 def execute_bisect(job: BisectJob) -> tuple[Path, int]:
     presets = [p.name for p in job.presets]
+    if job.gate is None:  # the real one: both ends must run what the presets ask for
+        ends = [hc.resolve(job.repo, job.good).sha, hc.resolve(job.repo, job.bad).sha]
+        capabilities.check_commits(job.repo, ends, job.presets)
     gate = job.gate or real_gate(job)
     result = search(job.repo, job.good, job.bad, presets, gate, job.rounds)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -26,7 +26,7 @@ from bench.history import report as hr
 from bench.history import series
 from bench.history.replay import ReplayRunner, replay_preparer
 from bench.history.store import PROTOCOL, Store
-from bench.real import freqmap
+from bench.real import capabilities, freqmap
 from bench.real import presets as rp
 from bench.real.presets import RealPreset
 from bench.real.run import run_count
@@ -173,6 +173,9 @@ def execute(job: HistoryJob) -> tuple[Path, int]:
         if job.mapper is not None:
             job.mapper(job.repo, sel.anchor)
         sel = hc.select(job.repo, job.range_text, every=job.every, hot_path=True)
+    ends = [sel.anchor.sha] + ([sel.commits[-1].sha] if sel.commits else [])
+    real = [line.preset for line in job.lines if line.mode == "real"]
+    capabilities.check_commits(job.repo, ends, real)
     where = folder(job, sel.anchor.sha)
     hm.progress(
         f"{job.range_text}: {len(sel.commits)} of {sel.in_range} commits ({sel.how}), anchor "

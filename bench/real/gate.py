@@ -186,9 +186,9 @@ def run(
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
     if cfg.base != cfg.head:
-        base, head = prepare([cfg.base, cfg.head], cfg.interpreter)
+        base, head = prepare([cfg.base, cfg.head], cfg.interpreter, cfg.presets)
     else:
-        base, head = _same(cfg.base, cfg.interpreter)
+        base, head = _same(cfg.base, cfg.interpreter, cfg.presets)
     sides = {"base": base, "candidate": head}
     progress(
         f"gate: {base.source.label} vs {head.source.label}, {len(cfg.presets)} preset(s), "
@@ -245,9 +245,11 @@ def run(
     return EXIT_FAILED if status == "regression" else EXIT_OK
 
 
-def _same(spec: str, interpreter: str | None) -> tuple[Revision, Revision]:
+def _same(
+    spec: str, interpreter: str | None, presets: tuple[RealPreset, ...]
+) -> tuple[Revision, Revision]:
     """A revision gated against itself (the A/A self-test): one environment, both sides."""
-    (rev,) = prepare([spec], interpreter)
+    (rev,) = prepare([spec], interpreter, presets)
     return rev, rev
 
 

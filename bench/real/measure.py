@@ -70,6 +70,12 @@ class ProcessSummary:
     gc_pause_ns: list[int]  # pauses inside measured iterations, ns (one per iteration with any)
     tracked_per_live: float | None
     sent_bytes_per_iteration: float
+    occupancy: float | None = None  # the KV pool's mean share in use over measured iterations
+    evicting: float | None = None  # the share of measured iterations that evicted
+    retracted_per_1000: float = 0.0  # requests retracted per 1,000 measured iterations
+    warmup_iterations: int = 0  # iterations before measurement (minimum and settling)
+    steady: bool | None = None  # the warm-up's verdict (None: a fixed warm-up)
+    settle_note: str = ""
 
     @classmethod
     def of(cls, out: dict[str, Any]) -> ProcessSummary:
@@ -80,7 +86,20 @@ class ProcessSummary:
         live = out.get("live_at_end")
         if live and out.get("tracked_at_end") and out.get("tracked_after_build"):
             tracked = (out["tracked_at_end"] - out["tracked_after_build"]) / live
+        pool = int(out.get("pool_size") or 0)
+        known = [r for r in recs if r.get("available", -1) >= 0]
+        settled = out.get("settled") or {}
         return cls(
+            occupancy=(
+                sum(1 - r["available"] / pool for r in known) / len(known)
+                if pool and known
+                else None
+            ),
+            evicting=sum(r.get("evicted", 0) > 0 for r in recs) / n if recs else None,
+            retracted_per_1000=sum(r.get("retracted", 0) for r in recs) * 1000 / n,
+            warmup_iterations=int(out.get("measure_start") or 0),
+            steady=settled.get("steady"),
+            settle_note=str(settled.get("why", "")),
             iterations=len(recs),
             decode_batch=float(decode[len(decode) // 2]) if decode else 0.0,
             extend_share=sum(r["mode"] in KINDS["extend"] for r in recs) / n,

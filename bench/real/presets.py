@@ -67,6 +67,7 @@ class RealPreset:
     settle: bool = True
     iterations: int = 100
     values: int = 8
+    lockstep_values: int = LOCKSTEP_VALUES  # values per process in lockstep (one iteration each)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def _longest(self, dist: str) -> int:
@@ -77,7 +78,7 @@ class RealPreset:
         """The most tokens one request holds: its prompt, and every turn's output and message."""
         f = self.features
         turns = f.turns if f.session > 0 else 1
-        out = self._longest(self.outputs)
+        out = max(self._longest(self.outputs), f.max_new_tokens)
         message = self._longest(f.turn_message) if turns > 1 else 0
         return self.prefix_len + self._longest(self.prompts) + turns * out + (turns - 1) * message
 
@@ -103,7 +104,7 @@ class RealPreset:
         a real scheduler's iteration follows a forward's launch work."""
         kept = {k: v for k, v in (changed or {}).items() if k in ("iterations", "values")}
         return replace(
-            self, **{"iterations": LOCKSTEP_ITERATIONS, "values": LOCKSTEP_VALUES, **kept}
+            self, **{"iterations": LOCKSTEP_ITERATIONS, "values": self.lockstep_values, **kept}
         )
 
     def plan(self) -> dict[str, Any]:
@@ -323,6 +324,7 @@ RL_FEATURES = Features(
     parallel=1.0,
     abort=0.1,
     session=1.0,
+    max_new_tokens=8192,
     temperature=1.0,
     ignore_eos=False,
 )
@@ -331,6 +333,7 @@ RL_SOURCES = {
     "parallel": src.SLIME_N,
     "abort": src.ABORTS,
     "session": src.TURNS,
+    "max_new_tokens": src.SLIME_CAP,
     "temperature": src.SLIME_TEMPERATURE,
     "ignore_eos": src.SLIME_EOS,
 }
@@ -352,7 +355,12 @@ def _mix() -> RealPreset:
         features=MIX_FEATURES,
         overlap=True,
         kv_tokens=1_750_000,
+        # its first cohort starts near the steady state (bench.real.driver.client): a short
+        # minimum, then the warm-up settles; an iteration costs ~40 ms here, so 100 values in
+        # lockstep measure as long as decode-b256's 400
+        warmup=100,
         iterations=50,
+        lockstep_values=100,
         sources={
             "running": src.PY_SPY_1500,
             "prompts": sc.SHAREGPT,

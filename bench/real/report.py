@@ -186,6 +186,39 @@ def gc_text(cell: Cell) -> str:
     )
 
 
+def cache_text(cell: Cell) -> str:
+    """The KV cache regime the measured iterations were in, and how the warm-up ended."""
+    sums = cell.summaries()
+    occ = [s.occupancy for s in sums if s.occupancy is not None]
+    ev = [s.evicting for s in sums if s.evicting is not None]
+    if not occ:
+        return "n/a"
+    text = f"{stats.median(occ) * 100:.1f}% full, evicting in {stats.median(ev) * 100:.0f}% of iterations"
+    retracted = stats.median([s.retracted_per_1000 for s in sums])
+    if retracted:
+        text += f", {retracted:,.0f} retracted per 1,000"
+    unsteady = [s for s in sums if s.steady is False]
+    warm = stats.median([float(s.warmup_iterations) for s in sums])
+    text += f"; warm-up {warm:,.0f} iterations"
+    if unsteady:
+        text += f" (**{len(unsteady)} of {len(sums)} processes not steady**)"
+    return text
+
+
+def unsteady_lines(data: RealData) -> list[str]:
+    """A warning for each cell with processes whose cache never settled."""
+    out = []
+    for preset in data.presets:
+        for rev in data.revisions:
+            bad = [s for s in data.cell(rev, preset).summaries() if s.steady is False]
+            if bad:
+                out.append(
+                    f"- **{preset} {rev}: {len(bad)} process(es) began measuring with the KV cache "
+                    f"not steady** ({bad[0].settle_note})"
+                )
+    return out
+
+
 def tracked_text(cell: Cell) -> str:
     vals = [s.tracked_per_live for s in cell.summaries() if s.tracked_per_live is not None]
     return f"{stats.median(vals):,.1f}" if vals else "n/a"
@@ -314,8 +347,8 @@ def summary_markdown(data: RealData) -> str:
         f"`{data.manifest.get('command', '')}`",
         "",
         "| preset | revision | µs per iteration [95% CI] | decode it. | extend it. | single "
-        "iterations | share of forward |",
-        "|---|---|---:|---:|---:|---|---:|",
+        "iterations | share of forward | KV cache (measured) |",
+        "|---|---|---:|---:|---:|---|---:|---|",
     ]
     for preset in data.presets:
         fwd = data.forward_s(preset)
@@ -325,8 +358,11 @@ def summary_markdown(data: RealData) -> str:
             lines.append(
                 f"| {preset} | {rev} | {with_ci(c)} | {us((cell.center('decode') or (math.nan,))[0])} "
                 f"| {us((cell.center('extend') or (math.nan,))[0])} | {tails(cell.iterations_ns())} "
-                f"| {_share(c[0] if c else None, fwd)} of {fwd * 1e3:,.0f} ms |"
+                f"| {_share(c[0] if c else None, fwd)} of {fwd * 1e3:,.0f} ms | {cache_text(cell)} |"
             )
+    warnings = unsteady_lines(data)
+    if warnings:
+        lines += ["", *warnings]
     if len(data.revisions) > 1:
         lines += ["", *difference_lines(data)]
     lines += [
@@ -447,6 +483,7 @@ def report_html(data: RealData) -> str:
         "extend",
         "single iterations",
         "share of forward",
+        "KV cache (measured)",
         "processes",
     ]
     rows = []
@@ -457,7 +494,8 @@ def report_html(data: RealData) -> str:
             rows.append(
                 [preset, rev, with_ci(c), us((cell.center("decode") or (math.nan,))[0]),
                  us((cell.center("extend") or (math.nan,))[0]), tails(cell.iterations_ns()),
-                 _share(c[0] if c else None, data.forward_s(preset)), str(len(cell.outputs))]
+                 _share(c[0] if c else None, data.forward_s(preset)),
+                 cache_text(cell).replace("**", ""), str(len(cell.outputs))]
             )  # fmt: skip
     parts = [
         tag("header", tag("h1", "Real scheduler"), tag("p", _setup(data).replace("**", ""))),

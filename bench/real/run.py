@@ -20,6 +20,7 @@ import random
 import shlex
 import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import replace as copy
 from pathlib import Path
@@ -29,7 +30,7 @@ from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
 from bench.base.storage import check_free_space, new_run_dir, write_json
 from bench.base.timing import wall_s
 from bench.core.hotpath import HOT_PATH
-from bench.real import freqmap, protocol, report, venv
+from bench.real import capabilities, freqmap, protocol, report, venv
 from bench.real import presets as rp
 from bench.real.driver.inject import MODULE
 from bench.real.folder import MANIFEST, RAW, SCHEMA, raw_path
@@ -66,6 +67,16 @@ class Revision:
     @property
     def label(self) -> str:
         return self.source.label + (f" with {self.home}" if self.home else "")
+
+    def package_root(self) -> Path | None:
+        """The revision's sglang folder: in its exported tree, or installed in its
+        environment; None where neither is here (an interpreter given with --real-python)."""
+        if self.tree is not None:
+            return self.tree / "sglang"
+        for site in self.env.path.glob("lib/python*/site-packages"):
+            if (site / "sglang").is_dir():
+                return site / "sglang"
+        return None
 
     def has_side_table(self) -> bool:
         """Whether the revision keeps PD hidden state behind a getter the driver can replace
@@ -119,13 +130,20 @@ def with_homes(revisions: list[Revision], homes: list[str]) -> tuple[list[Revisi
     return out, notes
 
 
-def prepare(specs: list[str], interpreter: str | None = None) -> list[Revision]:
-    """Every revision parsed (all of them before any is built: a typo fails at once) and its
-    environment built or found (`interpreter`: the user's own, for every revision)."""
+def prepare(
+    specs: list[str], interpreter: str | None = None, presets: Sequence[RealPreset] = ()
+) -> list[Revision]:
+    """Every revision parsed (all of them before any is built: a typo fails at once), checked
+    for what `presets` ask of it (bench.real.capabilities: a git revision before its
+    environment is built, a release once it is installed), and its environment built or found
+    (`interpreter`: the user's own, for every revision)."""
     sources = [parse(s) for s in specs]
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise UsageError(f"the same revision twice: {', '.join(names)}")
+    for s in sources:
+        if s.kind == "git":
+            capabilities.check(s.label, capabilities.files_of(s), presets)
     out = []
     for s in sources:
         t0 = wall_s()
@@ -135,7 +153,10 @@ def prepare(specs: list[str], interpreter: str | None = None) -> list[Revision]:
                 f"{s.label}: environment built in {wall_s() - t0:.0f} s, "
                 f"{env.size_bytes / 1e9:.2f} GB ({len(env.installed)} packages)"
             )
-        out.append(Revision(s, env, tree, built))
+        rev = Revision(s, env, tree, built)
+        if s.kind != "git":
+            capabilities.check(s.label, capabilities.files_of(s, rev.package_root()), presets)
+        out.append(rev)
     return out
 
 
@@ -207,7 +228,7 @@ def execute(cfg: RealRun) -> tuple[Path, int]:
     """Measure; returns (the run folder, exit status). Interrupted: the folder keeps every
     finished process and says what is missing."""
 
-    revisions, notes = with_homes(prepare(cfg.specs, cfg.interpreter), cfg.homes)
+    revisions, notes = with_homes(prepare(cfg.specs, cfg.interpreter, cfg.presets), cfg.homes)
     for note in notes:
         progress(note)
     if len(revisions) > 1:  # measured together, in turns (bench.real.process)
@@ -402,9 +423,13 @@ def _measure(
             progress(f"further rounds for the presets short of ±{cfg.precision_pct:g}%: {shown}")
 
 
-def run_count(rev: Revision, preset: RealPreset, *, seed: int = 0) -> dict[str, Any]:
-    """One untimed counting process (calls per function per iteration)."""
-    return run_one(rev.env, rev.tree, job(rev, preset, seed=seed, worker=0, mode="count"))
+def run_count(
+    rev: Revision, preset: RealPreset, *, seed: int = 0, coverage: bool = False
+) -> dict[str, Any]:
+    """One untimed counting process (calls per function per iteration; with `coverage`, the
+    lines and functions of the scheduler's packages its measured iterations executed)."""
+    j = job(rev, preset, seed=seed, worker=0, mode="count", coverage=coverage)
+    return run_one(rev.env, rev.tree, j)
 
 
 def _count(

@@ -60,8 +60,12 @@ SLIME_CONCURRENCY = (
 )
 SLIME_EOS = (
     f"{SLIME}, slime/rollout/sglang_rollout.py:95-105: rollout sampling parameters set no "
-    "ignore_eos (a rollout ends at its EOS; the stand-in never samples it, so a request ends at "
-    "the output length drawn for it)"
+    "ignore_eos (a rollout ends at its EOS)"
+)
+SLIME_CAP = (
+    f"{SLIME}, slime/rollout/sglang_rollout.py:99 (max_new_tokens=args.rollout_max_response_len) "
+    "and scripts/run-qwen3-4B.sh:59 (--rollout-max-response-len 8192): the cap sent; the "
+    "stand-in samples the EOS at the output length drawn for the request"
 )
 TURNS = (
     "volcengine/verl examples/sglang_multiturn/config/gsm8k_multiturn_grpo.yaml:21 at "

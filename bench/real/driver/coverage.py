@@ -18,13 +18,19 @@ from types import CodeType, FrameType
 from typing import Any
 
 PACKAGES = ("managers", "mem_cache", "disaggregation", "speculative", "sampling", "constrained")
+# and the one file of model_executor/ the scheduler's thread runs per forward: the batch's
+# ForwardBatch is built there (ForwardBatch.init_new)
+FILES = ("model_executor/forward_batch_info.py",)
 
 
 class LineTracer:
-    def __init__(self, package_dir: str, packages: tuple[str, ...] = PACKAGES) -> None:
+    def __init__(
+        self, package_dir: str, packages: tuple[str, ...] = PACKAGES, files: tuple[str, ...] = FILES
+    ) -> None:
         self.root = os.path.dirname(os.path.abspath(package_dir)) + os.sep
         srt = os.path.join(os.path.abspath(package_dir), "srt")
-        self.prefixes = tuple(os.path.join(srt, p) + os.sep for p in packages)
+        self.files = tuple(os.path.join(srt, f) for f in files)
+        self.prefixes = tuple(os.path.join(srt, p) + os.sep for p in packages) + self.files
         self.lines: dict[str, set[int]] = {}
         self.functions: set[tuple[str, int]] = set()  # (file, first line) of code objects called
         self._wanted: dict[str, set[int] | None] = {}
@@ -63,7 +69,7 @@ class LineTracer:
         """Per file (relative, 'sglang/srt/...'): its executable lines and functions, and those
         executed. Every file of the packages is listed, reached or not."""
         out: dict[str, dict[str, Any]] = {}
-        for path in _files(self.prefixes):
+        for path in [*_files(self.prefixes[: len(self.prefixes) - len(self.files)]), *self.files]:
             executable, functions = _executable(path)
             if not executable:
                 continue
