@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.base.errors import UsageError
+from bench.target.tree import SourceTree
 
 IO = "srt/managers/io_struct.py"
 PARAMS = "srt/sampling/sampling_params.py"
@@ -271,8 +272,6 @@ def check(label: str, files: Files | None, presets: Sequence[Any]) -> None:
 def check_commits(repo: Path, commits: Sequence[str], presets: Sequence[Any]) -> None:
     """`check` for commits of a repository (a history's anchor and its last commit, a bisect's
     ends), read with git before anything is exported or built."""
-    from bench.target.tree import SourceTree
-
     for sha in commits:
         tree = SourceTree.open(f"{repo}@{sha}")
         check(f"{repo.name}@{sha[:10]}", TreeFiles(tree), presets)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import random
@@ -64,8 +65,6 @@ def _locked(path: Path) -> Iterator[None]:
 
 def available() -> bool:
     """Whether this environment can train and load the stand-in tokenizer."""
-    import importlib.util
-
     return importlib.util.find_spec("tokenizers") is not None
 
 
