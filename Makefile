@@ -23,13 +23,14 @@ MODE        ?=
 # (wall gates, budgets, signals) run one at a time, last, with the machine to themselves.
 TEST_WORKERS ?= auto
 
-.PHONY: setup test test-real test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
+.PHONY: setup test test-real real-coverage test-fast lint typecheck fmt bench bench-pytest profile report gate clean help actionlint
 
 help:
 	@echo "make bench         run the default benchmark set and write the report (QUICK=1 for the quick set)"
 	@echo "make test          run the harness's tests (lint, types, every test)"
 	@echo "make test-fast     the inner loop: lint and the tests not marked slow (under 2 minutes)"
 	@echo "make test-real     real mode against sglang 0.5.23 from the registry (builds its environment once)"
+	@echo "make real-coverage the lines of sglang 0.5.23's scheduler the gate's presets run"
 	@echo "make bench-pytest  run the pytest-benchmark lookup suite"
 	@echo "make profile       py-spy flamegraphs for every strategy"
 	@echo "make gate          regression gate of the working tree against BASE (default: merge base with main)"
@@ -73,6 +74,13 @@ test: $(STAMP)
 # scheduler. CI runs it after `make test`.
 test-real: $(STAMP)
 	"$(PY)" -m pytest -q -m real
+
+# What of sglang 0.5.23's scheduler code the gate's presets run (docs/REAL.md, "Coverage"); CI
+# records it after make test-real, whose environment it reuses.
+real-coverage: $(STAMP)
+	"$(PY)" -m bench real coverage sglang==0.5.23 --markdown --output reports/coverage-sglang-0.5.23.md \
+	    --real-preset prefill-chunked,decode-b256,production-mix,rl-rollout,retraction,pd-prefill,pd-decode-b256 \
+	    --before prefill-chunked,decode-b256
 
 # The inner loop: everything but the tests marked slow (gates, measured runs, history,
 # reliability under signals); make test runs them all.

@@ -57,7 +57,7 @@ def test_the_production_presets_say_what_they_need_and_where_each_value_comes_fr
     assert rl.features.logprob == rl.features.parallel == rl.features.session == 1.0
     assert "retraction" in rp.get("retraction").needs()
     assert rp.get("retraction").env()["SGLANG_TEST_RETRACT"] == "1"
-    assert "production-mix" in rp.GATE_DEFAULT
+    assert "production-mix" not in rp.GATE_DEFAULT  # a default gate with it takes too long
 
 
 # -- the capability check -------------------------------------------------------------------

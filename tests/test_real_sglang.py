@@ -82,3 +82,57 @@ def test_real_hotpath_of_the_release_agrees_with_the_table_where_it_should(built
     assert counts, proc.stdout[-2000:]
     assert int(counts[1]) >= 15
     assert "ScheduleBatch.prepare_for_decode" in proc.stdout
+
+
+def test_production_traffic_runs_in_one_cache_regime(built: str, tmp_path: Path) -> None:
+    """The mix (its features, the overlap loop) at a smaller batch and pool, the PD prefill node
+    on the stand-in transfer backend, and the retraction preset: each runs the release's own
+    loop, warms up until its cache is steady and says what regime it measured."""
+    proc = run_cli(
+        "run", "--real", RELEASE, "--real-preset", "production-mix,pd-prefill,retraction",
+        "--set", "running=256", "--set", "kv_tokens=330000", "--budget", "off", "--no-count",
+        "--output-dir", str(tmp_path), timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    raws: dict[str, list[dict]] = {}
+    for entry in manifest["processes"]:
+        raws.setdefault(entry["preset"], []).append(
+            json.loads((run_dir / entry["file"]).read_text())
+        )
+    for preset, outs in raws.items():
+        assert all(o["ok"] for o in outs), preset
+        assert all(o["settled"]["steady"] for o in outs), (preset, [o["settled"] for o in outs])
+    mix = raws["production-mix"][0]
+    assert mix["aborts_sent"] > 0
+    assert mix["server_args"]["disable_overlap_schedule"] is False  # the overlap loop
+    assert sum(r["evicted"] > 0 for r in mix["records"]) > 0
+    prefill = raws["pd-prefill"][0]
+    assert any("transfer backend" in line for line in prefill["replaced"])
+    assert sum(r["phases"]["transfer"] for r in prefill["records"]) > 0
+    assert sum(r["retracted"] for r in raws["retraction"][0]["records"]) > 0
+    summary = (run_dir / "summary.md").read_text()
+    assert "% full, evicting in" in summary
+
+
+def test_coverage_of_the_release_names_what_the_mix_adds(built: str, tmp_path: Path) -> None:
+    out = tmp_path / "coverage.md"
+    proc = run_cli(
+        "real", "coverage", RELEASE, "--real-preset", "decode-b256,production-mix", "--before",
+        "decode-b256", "--set", "running=256", "--set", "kv_tokens=330000", "--iterations", "60",
+        "--output", str(out), timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| constrained |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "0.0%"  # decode-b256 asks for no grammar
+    assert float(cells[2].rstrip("%")) > 0  # the mix does
+
+
+def test_ngram_is_refused_in_one_line_naming_what_it_needs() -> None:
+    proc = run_cli("run", "--real", RELEASE, "--set", "speculative=NGRAM", timeout=120)
+    assert proc.returncode == 2
+    assert "NGRAM speculative decoding does not run on the CPU" in proc.stderr
+    assert "allocation.py:746" in proc.stderr

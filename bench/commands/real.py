@@ -269,6 +269,74 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _revision(p: argparse.ArgumentParser, *, presets: bool = True) -> None:
+    """The options every verb that runs a revision takes."""
+    p.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
+    if presets:
+        p.add_argument("--set", action="append", metavar="KEY=VALUE", help="change a preset value")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--real-python",
+        metavar="PYTHON",
+        help="this interpreter instead of building an environment",
+    )
+
+
+def _names(p: argparse.ArgumentParser, flag: str, text: str) -> None:
+    p.add_argument(flag, action="append", type=csv_list, metavar="NAME[,NAME]", help=text)
+
+
+def _add_coverage(verbs: Any) -> None:
+    c = verbs.add_parser(
+        "coverage",
+        help="the lines and functions of the scheduler's packages each preset runs (untimed), "
+        "their union, and the hot-path functions no preset reaches",
+    )
+    _revision(c)
+    _names(
+        c, "--real-preset", f"the presets traced (default: the gate's, {','.join(rp.GATE_DEFAULT)})"
+    )
+    _names(
+        c,
+        "--before",
+        "also trace these presets and show their union beside the others' (what the coverage "
+        "was with them alone)",
+    )
+    c.add_argument(
+        "--iterations",
+        type=int,
+        default=coverage.DEFAULT_ITERATIONS,
+        help=f"measured iterations traced per preset (default {coverage.DEFAULT_ITERATIONS})",
+    )
+    c.add_argument("--markdown", action="store_true", help="print the tables as markdown")
+    c.add_argument("--output", metavar="PATH", help="also write the markdown here")
+    c.set_defaults(func=_cmd_coverage)
+
+
+def _add_features(verbs: Any) -> None:
+    f = verbs.add_parser(
+        "features",
+        help="what each request feature and scheduler mode costs per iteration against the "
+        "plain preset at the same batch (processes in lockstep)",
+    )
+    _revision(f)
+    f.add_argument("--base", default="decode-b256", help="the plain preset (default decode-b256)")
+    _names(
+        f,
+        "--variants",
+        f"features and modes measured (default all: {','.join(features.DEFAULT_VARIANTS)})",
+    )
+    f.add_argument(
+        "--share",
+        type=float,
+        default=features.DEFAULT_SHARE,
+        help=f"the share of requests a feature is on (default {features.DEFAULT_SHARE})",
+    )
+    f.add_argument("--rounds", type=int, default=features.DEFAULT_ROUNDS)
+    f.add_argument("--output-dir", default="reports", help="where the features folder goes")
+    f.set_defaults(func=_cmd_features)
+
+
 def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("real", help="the user's own SGLang scheduler on the CPU (docs/REAL.md)")
     verbs = p.add_subparsers(dest="verb", required=True)
@@ -287,73 +355,10 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
         help="count calls per function in the revision's scheduler (untimed) and set them "
         "beside bench/core/hotpath.py; kept for target mode",
     )
-    h.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
+    _revision(h, presets=False)
     h.add_argument("--preset", help="the preset counted (default decode-b256)")
-    h.add_argument("--seed", type=int, default=0)
-    h.add_argument(
-        "--real-python",
-        metavar="PYTHON",
-        help="this interpreter instead of building an environment",
-    )
     h.add_argument("--markdown", action="store_true", help="print the comparison as markdown")
     h.add_argument("--json", metavar="PATH", help="also write the measured map here")
     h.set_defaults(func=_cmd_hotpath)
-    c = verbs.add_parser(
-        "coverage",
-        help="the lines and functions of the scheduler's packages each preset runs (untimed), "
-        "their union, and the hot-path functions no preset reaches",
-    )
-    c.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
-    c.add_argument(
-        "--real-preset",
-        action="append",
-        type=csv_list,
-        metavar="NAME[,NAME]",
-        help=f"the presets traced (default: the gate's, {','.join(rp.GATE_DEFAULT)})",
-    )
-    c.add_argument(
-        "--before",
-        action="append",
-        type=csv_list,
-        metavar="NAME[,NAME]",
-        help="also trace these presets and show their union beside the others' (what the "
-        "coverage was with them alone)",
-    )
-    c.add_argument("--set", action="append", metavar="KEY=VALUE", help="change a preset value")
-    c.add_argument(
-        "--iterations",
-        type=int,
-        default=coverage.DEFAULT_ITERATIONS,
-        help=f"measured iterations traced per preset (default {coverage.DEFAULT_ITERATIONS})",
-    )
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--real-python", metavar="PYTHON", help="this interpreter instead of building")
-    c.add_argument("--markdown", action="store_true", help="print the tables as markdown")
-    c.add_argument("--output", metavar="PATH", help="also write the markdown here")
-    c.set_defaults(func=_cmd_coverage)
-    f = verbs.add_parser(
-        "features",
-        help="what each request feature and scheduler mode costs per iteration against the "
-        "plain preset at the same batch (processes in lockstep)",
-    )
-    f.add_argument("source", metavar="SRC", help="PATH@REV, PATH or sglang==X.Y.Z")
-    f.add_argument("--base", default="decode-b256", help="the plain preset (default decode-b256)")
-    f.add_argument(
-        "--variants",
-        action="append",
-        type=csv_list,
-        metavar="NAME[,NAME]",
-        help=f"features and modes measured (default all: {','.join(features.DEFAULT_VARIANTS)})",
-    )
-    f.add_argument(
-        "--share",
-        type=float,
-        default=features.DEFAULT_SHARE,
-        help=f"the share of requests a feature is on (default {features.DEFAULT_SHARE})",
-    )
-    f.add_argument("--rounds", type=int, default=features.DEFAULT_ROUNDS)
-    f.add_argument("--set", action="append", metavar="KEY=VALUE", help="change the plain preset")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--real-python", metavar="PYTHON", help="this interpreter instead of building")
-    f.add_argument("--output-dir", default="reports", help="where the features folder goes")
-    f.set_defaults(func=_cmd_features)
+    _add_coverage(verbs)
+    _add_features(verbs)

@@ -151,10 +151,20 @@ def markdown(cov: Coverage, *, before: Coverage | None = None, top: int = 25) ->
         f"The {top} files most executed (lines covered of the file's function-body lines):",
         "",
     ]
-    out += [f"| file | {heads} | all presets |", "|---|" + "---:|" * (len(cov.presets) + 1)]
+    extra = " before (union) |" if before is not None else ""
+    out += [
+        f"| file | {heads} | all presets |{extra}",
+        "|---|" + "---:|" * (len(cov.presets) + 1) + ("---:|" if before is not None else ""),
+    ]
     for path, counts, (u, t) in cov.per_file(top):
         shown = " | ".join(_pct(a, b) for a, b in counts)
-        out.append(f"| {path} | {shown} | {_pct(u, t)} |")
+        row = f"| {path} | {shown} | {_pct(u, t)} |"
+        if before is not None:
+            f = before.files.get(path)
+            row += (
+                f" {_pct(len(f.union_lines() & f.executable), len(f.executable)) if f else '-'} |"
+            )
+        out.append(row)
     missing = cov.unreached_hotpath()
     out += [
         "",

@@ -15,7 +15,7 @@ import datetime as dt
 import os
 import random
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,27 +29,9 @@ from bench.real.process import run_lockstep
 from bench.real.run import job, prepare
 from bench.stats import mean_t_ci
 
-DEFAULT_SHARE = 0.1  # of the requests, for each feature (the mix's shares are assumptions)
+DEFAULT_SHARE = rp.VARIANT_SHARE  # of the requests, for each feature (the mix's are assumptions)
 DEFAULT_ROUNDS = 3
-# What a mode is, as --set values on the plain preset; a feature is its own share.
-MODES: dict[str, dict[str, Any]] = {
-    "overlap": {"overlap": True},
-    "mixed_chunk": {"mixed_chunk": True},
-    "retraction": {"retract_every": 20},
-    "eos": {"max_new_tokens": 4096, "ignore_eos": False},
-}
-FEATURES = (
-    "logprob",
-    "top_logprobs",
-    "stop",
-    "regex",
-    "json",
-    "parallel",
-    "abort",
-    "session",
-    "hidden",
-)
-DEFAULT_VARIANTS = (*FEATURES, *MODES)
+DEFAULT_VARIANTS = rp.VARIANTS
 
 
 def progress(msg: str) -> None:
@@ -58,16 +40,10 @@ def progress(msg: str) -> None:
 
 def variant(base: RealPreset, name: str, share: float) -> RealPreset:
     """The plain preset with one feature at `share`, or one mode on."""
-    if name in MODES:
-        changes: dict[str, Any] = dict(MODES[name])
-    elif name == "top_logprobs":
-        changes = {"logprob": share, "top_logprobs_num": 5}
-    elif name in FEATURES:
-        changes = {name: share}
-    else:
-        known = ", ".join(DEFAULT_VARIANTS)
-        raise UsageError(f"--variants {name}: unknown; choose from {known}")
-    return replace(rp.with_changes(base, changes), name=f"{base.name}+{name}")
+    try:
+        return rp.variant(base, name, share)
+    except ValueError as exc:
+        raise UsageError(f"--variants {name}: {exc}") from None
 
 
 @dataclass
@@ -106,6 +82,7 @@ def measure(
     rng = random.Random(seed)
     rows = {v.name: Row(v.name) for v in variants}
     plain_batch: list[float] = []
+    plain_us: list[float] = []
     presets = [base, *variants]
     for r in range(rounds):
         progress(f"round {r + 1}/{rounds}: {len(presets)} processes in lockstep")
@@ -118,13 +95,14 @@ def measure(
             if not out.get("ok"):
                 raise DataError(f"{p.name}: {out.get('message')}")
         plain = figures(outs[0]["records"])["iteration"] * 1e6
+        plain_us.append(plain)
         plain_batch.append(_decode_batch(outs[0]))
         for p, out in zip(variants, outs[1:], strict=True):
             mine = figures(out["records"])["iteration"] * 1e6
             rows[p.name].deltas_us.append(mine - plain)
             rows[p.name].plain_us.append(plain)
             rows[p.name].batch.append(_decode_batch(out))
-    rows[base.name] = Row(base.name, [0.0] * rounds, [0.0] * rounds, plain_batch)
+    rows[base.name] = Row(base.name, [0.0] * rounds, plain_us, plain_batch)
     return rows
 
 
@@ -150,9 +128,9 @@ def markdown(label: str, base: RealPreset, share: float, rows: dict[str, Row]) -
             f"| {name.removeprefix(base.name + '+')} | {s['delta_us']:+,.1f} [{lo:+,.1f}, {hi:+,.1f}] "
             f"| {s['delta_pct']:+.1f}% | {s['decode_batch']:.0f} |"
         )
-    plain_us = [u for r in rows.values() for u in r.plain_us if u]
-    if plain_us:
-        out += ["", f"The plain preset: {sum(plain_us) / len(plain_us):,.1f} µs per iteration."]
+    if plain.plain_us:
+        mean = sum(plain.plain_us) / len(plain.plain_us)
+        out += ["", f"The plain preset: {mean:,.1f} µs per iteration."]
     return "\n".join(out) + "\n"
 
 

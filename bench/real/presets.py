@@ -233,7 +233,7 @@ class RealPreset:
 
 
 FEATURE_PARAMS: dict[str, tuple[str, ...]] = {
-    "logprob": ("top_logprobs_num", "logprob_start_len"),
+    "logprob": ("top_logprobs_num", "logprob_start_len", "input_logprobs"),
     "stop": ("stop_strings",),
     "regex": ("regex_pattern",),
     "json": ("json_schema",),
@@ -281,6 +281,7 @@ def _decode(
 FEATURE_SOURCES = {
     "top_logprobs_num": src.SLIME_TOP_K,
     "logprob_start_len": src.SLIME_LOGPROB,
+    "input_logprobs": src.INPUT_LOGPROBS,
     "stop_strings": src.STOP_TAGS,
     "regex_pattern": src.REGEX,
     "json_schema": src.SCHEMA,
@@ -308,14 +309,8 @@ MIX_FEATURES = Features(
     temperature=1.0,
     ignore_eos=False,
 )
-MIX_SOURCES = {
-    "logprob": src.NO_SHARE,
-    "stop": src.NO_SHARE,
-    "regex": src.NO_SHARE,
-    "json": src.NO_SHARE,
-    "parallel": src.NO_SHARE,
+MIX_SOURCES = {  # a share not named here is src.NO_SHARE's (rows() says so)
     "abort": src.ABORTS + " (in RL rollouts; the mix's share is an assumption)",
-    "session": src.NO_SHARE,
     "temperature": src.SLIME_TEMPERATURE,
     "ignore_eos": src.SLIME_EOS,
 }
@@ -570,18 +565,58 @@ PRESETS: dict[str, RealPreset] = {
 
 DEFAULT = ("decode-b256", "decode-b1024")
 # What `gate --real` gates by default: a preset that admits requests every iteration (where
-# allocation and prefix matching run), the decode batch at the CUDA-graph size, and production's
-# mix (the overlap loop, the features real traffic asks for, ~1,500 running).
-GATE_DEFAULT = ("prefill-chunked", "decode-b256", "production-mix")
+# allocation and prefix matching run) and the decode batch at the CUDA-graph size. production-mix
+# is a flag away (--real-preset): with it a default gate took 16 minutes here, past the 10 a
+# default gate may take (docs/REAL.md, "The gate").
+GATE_DEFAULT = ("prefill-chunked", "decode-b256")
+
+
+# A preset's variants: NAME+VARIANT[+VARIANT] is the preset with one feature on at
+# VARIANT_SHARE of its requests, or one scheduler mode on (`real features` measures each).
+VARIANT_SHARE = 0.1
+MODES: dict[str, dict[str, Any]] = {
+    "overlap": {"overlap": True},
+    "mixed_chunk": {"mixed_chunk": True},
+    "retraction": {"retract_every": 20},
+    "eos": {"max_new_tokens": 4096, "ignore_eos": False},
+}
+FEATURE_VARIANTS = (
+    "logprob", "top_logprobs", "input_logprobs", "stop", "regex", "json", "parallel", "abort",
+    "session", "hidden",
+)  # fmt: skip
+VARIANTS = (*FEATURE_VARIANTS, *MODES)
+
+
+def variant_changes(name: str, share: float = VARIANT_SHARE) -> dict[str, Any]:
+    """The --set values of one variant."""
+    if name in MODES:
+        return dict(MODES[name])
+    if name == "top_logprobs":
+        return {"logprob": share, "top_logprobs_num": 5}
+    if name == "input_logprobs":
+        return {"logprob": share, "input_logprobs": 16, "top_logprobs_num": 5}
+    if name in FEATURE_VARIANTS:
+        return {name: share}
+    raise ValueError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+
+
+def variant(base: RealPreset, name: str, share: float = VARIANT_SHARE) -> RealPreset:
+    """The preset with one feature at `share`, or one mode on, named BASE+NAME."""
+    return replace(with_changes(base, variant_changes(name, share)), name=f"{base.name}+{name}")
 
 
 def get(name: str) -> RealPreset:
+    """A preset by name; NAME+VARIANT[+VARIANT] adds variants (VARIANTS) to it."""
+    base, *extra = name.split("+")
     try:
-        return PRESETS[name]
+        preset = PRESETS[base]
     except KeyError:
         raise ValueError(
-            f"unknown real preset {name!r}; choose from {', '.join(PRESETS)}"
+            f"unknown real preset {base!r}; choose from {', '.join(PRESETS)}"
         ) from None
+    for v in extra:
+        preset = variant(preset, v)
+    return preset
 
 
 # --set KEY=VALUE: the preset's own values and its features', each with its type.

@@ -131,6 +131,11 @@ THINK = (
     "user's time between turns is not modelled)"
 )
 MESSAGE = "assumption: a new message (a tool's reply or the user's) of 128 tokens"
+INPUT_LOGPROBS = (
+    "0 (none): RL rollouts ask for output logprobs only (slime's payload); the input_logprobs "
+    "variant asks for the prompt's last 16 positions (an assumption: scoring a completion's "
+    "tail)"
+)
 HIDDEN_MODE = (
     "return_hidden_states 'last' (the last token's states, replaced at each step; "
     "ReturnHiddenStatesMode = Union[bool, Literal['last']] at python/sglang/srt/managers/"

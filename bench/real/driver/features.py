@@ -32,6 +32,9 @@ class Features:
     logprob: float = 0.0
     top_logprobs_num: int = 0
     logprob_start_len: int = -1
+    # input logprobs for the prompt's last N positions (logprob_start_len = prompt - N); 0: none.
+    # Over whole prompts the stand-in would compute a log-softmax per position (docs/REAL.md).
+    input_logprobs: int = 0
     stop: float = 0.0
     stop_strings: tuple[str, ...] = ("</search>", "</answer>")
     regex: float = 0.0

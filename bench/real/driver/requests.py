@@ -246,10 +246,11 @@ class RequestFactory:
         }
         asked: dict[str, Any] = {}
         if drawn.logprob:
+            start = f.logprob_start_len
+            if f.input_logprobs > 0:
+                start = max(0, len(ids) - f.input_logprobs)
             asked.update(
-                return_logprob=True,
-                logprob_start_len=f.logprob_start_len,
-                top_logprobs_num=f.top_logprobs_num,
+                return_logprob=True, logprob_start_len=start, top_logprobs_num=f.top_logprobs_num
             )
         if drawn.hidden:
             asked["return_hidden_states"] = True if f.hidden_mode == "full" else "last"
