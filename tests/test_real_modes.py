@@ -147,8 +147,16 @@ def test_coverage_unions_the_presets_and_names_what_none_reaches() -> None:
     assert cov.totals()["managers"] == (2, 4, 1, 2)
     text = coverage.markdown(cov)
     assert "| managers | 50.0% | 25.0% | 50.0% (2 of 4) | 1 of 2 |" in text
+    assert coverage.NO_MEASURED_MAP in text
     cov.measured_functions = ["f", "g"]
     assert cov.unreached_measured() == ["g"]
+    text = coverage.markdown(cov)
+    assert "Functions of the measured map that no preset reaches: 1" in text
+    assert "- `g`" in text and coverage.NO_MEASURED_MAP not in text
+    assert coverage.traced("sglang/srt/managers/scheduler.py:10")
+    assert coverage.traced("sglang/srt/model_executor/forward_batch_info.py:3")
+    assert not coverage.traced("sglang/srt/utils/common.py:5")
+    assert not coverage.traced("sglang/srt/model_executor/model_runner.py:5")
 
 
 # -- on the tiny tree -------------------------------------------------------------------------

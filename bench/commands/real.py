@@ -118,7 +118,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
         _progress(f"{preset.name}: traced in {wall_s() - t0:.0f} s")
     cov = coverage.Coverage.build(rev.source.label, {n: outs[n] for n in names})
     table = hotpath.measured(rev.source.commit or rev.source.label)
-    cov.measured_functions = [r.name for r in table.rows] if table is not None else []
+    rows = table.rows if table is not None else []
+    cov.measured_functions = [r.name for r in rows if coverage.traced(r.defined)]
     prior = (
         coverage.Coverage.build(rev.source.label, {p.name: outs[p.name] for p in before})
         if before

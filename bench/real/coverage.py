@@ -15,7 +15,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.core import hotpath
+from bench.real.driver.coverage import FILES, PACKAGES
 
+
+def traced(defined: str) -> bool:
+    """Whether a function defined at `defined` (a measured map's `sglang/srt/...py:line`) lies
+    in the packages and files the coverage pass traces: the others are neither reached nor
+    missed."""
+    path = defined.rpartition(":")[0] or defined
+    rel = path.split("sglang/srt/", 1)[-1]
+    return rel in FILES or rel.split("/", 1)[0] in PACKAGES
+
+
+NO_MEASURED_MAP = (
+    "No measured map is kept for this revision, so only hotpath.py's rows are checked: "
+    "`python -m bench real hotpath SRC` counts one."
+)
 DEFAULT_ITERATIONS = 200  # measured iterations per preset's pass (tracing slows each ~10x)
 
 
@@ -176,6 +191,8 @@ def markdown(cov: Coverage, *, before: Coverage | None = None, top: int = 25) ->
     if cov.measured_functions:
         out += ["", f"Functions of the measured map that no preset reaches: {len(unmeasured)}", ""]
         out += [f"- `{n}`" for n in unmeasured[:40]] or ["- none"]
+    else:
+        out += ["", NO_MEASURED_MAP]
     return "\n".join(out) + "\n"
 
 

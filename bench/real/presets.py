@@ -566,7 +566,7 @@ PRESETS: dict[str, RealPreset] = {
 DEFAULT = ("decode-b256", "decode-b1024")
 # What `gate --real` gates by default: a preset that admits requests every iteration (where
 # allocation and prefix matching run) and the decode batch at the CUDA-graph size. production-mix
-# is a flag away (--real-preset): with it a default gate took 16 minutes here, past the 10 a
+# is a flag away (--real-preset): an A/A gate of d55f1c28e2 with it took 10m52s here, past the 10 a
 # default gate may take (docs/REAL.md, "The gate").
 GATE_DEFAULT = ("prefill-chunked", "decode-b256")
 
