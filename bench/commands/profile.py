@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
 from bench.base.storage import DEFAULT_REPORTS_DIR, check_free_space, new_run_dir
+from bench.commands.real import parse_set
 from bench.profiling.run import (
     SHARES_FILE,
     ProfileError,
@@ -25,13 +26,69 @@ from bench.profiling.run import (
     find_py_spy,
     profile_strategies,
 )
+from bench.real.profile import run as real_profile
+from bench.real.run import selected
 from strategies import StrategyError, resolve
+
+REAL_DEFAULT_PRESET = "decode-b256"
 
 PROFILE_SUBDIR = "profile"
 
 
 def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _real_options(p: argparse.ArgumentParser) -> None:
+    """The options of `profile --real` (bench.real.profile)."""
+    real = p.add_argument_group("with --real")
+    real.add_argument(
+        "--real-preset",
+        default=REAL_DEFAULT_PRESET,
+        metavar="NAME",
+        help="the preset (decode-b256)",
+    )
+    real.add_argument("--set", action="append", metavar="KEY=VALUE", help="change a preset value")
+    real.add_argument(
+        "--rounds", type=int, default=real_profile.DEFAULT_ROUNDS, help="lockstep rounds (2)"
+    )
+    real.add_argument(
+        "--processes",
+        type=int,
+        default=real_profile.DEFAULT_PROFILED,
+        help="profiled processes per revision and round (3)",
+    )
+    real.add_argument(
+        "--plain",
+        type=int,
+        default=real_profile.DEFAULT_PLAIN,
+        help="unprofiled processes per revision and round, for the profiler's overhead (1)",
+    )
+    real.add_argument("--function", metavar="NAME", help="only functions whose name holds NAME")
+    real.add_argument("--top", type=int, default=20, help="rows of the top-functions table (20)")
+    real.add_argument("--seed", type=int, default=0)
+    real.add_argument("--real-python", metavar="PYTHON", help="this interpreter, nothing built")
+    p.add_argument(
+        "--native", action="store_true", help="also sample native frames (shows the collector)"
+    )
+    p.add_argument(
+        "--duration-s",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds of loop per strategy (10)",
+    )
+    p.add_argument(
+        "--scenario",
+        default="prefill-dspark",
+        metavar="NAME",
+        help="scheduler scenario whose loop is profiled (prefill-dspark; python -m bench scenarios)",
+    )
+    p.add_argument("--pattern", default="per_field", help="access pattern: per_field or cached")
+    p.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
+    p.add_argument(
+        "--rate-hz", type=int, default=250, metavar="HZ", help="py-spy samples per second (250)"
+    )
 
 
 def register(
@@ -54,27 +111,14 @@ def register(
         help="strategy to profile (repeatable, or comma-separated)",
     )
     which.add_argument("--all", action="store_true", help="profile every strategy")
-    p.add_argument(
-        "--native", action="store_true", help="also sample native frames (shows the collector)"
+    which.add_argument(
+        "--real",
+        type=_names,
+        metavar="SRC[,SRC]",
+        help="profile revisions' own schedulers in real mode's measured iterations (PATH@REV, "
+        "PATH or sglang==X.Y.Z); two: also the functions whose time moved (docs/PROFILE.md)",
     )
-    p.add_argument(
-        "--duration-s",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="seconds of loop per strategy (10)",
-    )
-    p.add_argument(
-        "--scenario",
-        default="prefill-dspark",
-        metavar="NAME",
-        help="scheduler scenario whose loop is profiled (prefill-dspark; python -m bench scenarios)",
-    )
-    p.add_argument("--pattern", default="per_field", help="access pattern: per_field or cached")
-    p.add_argument("--device", default="auto", help="auto (cuda when available), cpu or cuda")
-    p.add_argument(
-        "--rate-hz", type=int, default=250, metavar="HZ", help="py-spy samples per second (250)"
-    )
+    _real_options(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--run", metavar="RUN_DIR", help="write into RUN_DIR/profile/")
     where.add_argument(
@@ -86,7 +130,28 @@ def register(
     return p
 
 
+def _real(args: argparse.Namespace) -> int:
+    changes = parse_set(args.set)
+    preset = selected([args.real_preset], changes)[0].in_lockstep(changes)
+    cfg = real_profile.ProfileRun(
+        specs=args.real,
+        preset=preset,
+        rounds=args.rounds,
+        profiled=args.processes,
+        plain=args.plain,
+        rate_hz=args.rate_hz,
+        seed=args.seed,
+        top=args.top,
+        function=args.function,
+        interpreter=args.real_python,
+        output_dir=Path(args.output_dir) if args.output_dir else DEFAULT_REPORTS_DIR,
+    )
+    return real_profile.execute(cfg)
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
+    if args.real:
+        return _real(args)
     if args.all:
         try:
             names = [s.name for s in resolve()]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,8 +142,18 @@ def _fit(text: str, width_px: float) -> str:
 
 
 def flamegraph_svg(
-    samples: list[Sample], *, title: str, subtitle: str = "", width_px: int = 1200
+    samples: list[Sample],
+    *,
+    title: str,
+    subtitle: str = "",
+    width_px: int = 1200,
+    colour: Callable[[Frame], str] | None = None,
+    legend: tuple[tuple[str, str], ...] = LEGEND,
+    tip: Callable[[Frame], str] | None = None,
 ) -> str:
+    """An SVG flame graph of `samples`; `colour` and `legend` say what a frame's colour means
+    (the strategy, call-site and GC colours by default), `tip` adds to a frame's tooltip."""
+    paint = colour or _colour
     top = _tree(samples)
     depth = max(_depth(top), 1)
     height_px = HEADER_PX + depth * FRAME_H_PX + MARGIN_PX
@@ -157,9 +168,9 @@ def flamegraph_svg(
         f'<text x="{width_px / 2:.1f}" y="38" text-anchor="middle">{esc(subtitle)}</text>',
     ]
     x_legend = MARGIN_PX
-    for label, colour in LEGEND:
+    for label, swatch in legend:
         out.append(
-            f'<rect x="{x_legend}" y="46" width="10" height="10" fill="{colour}"/>'
+            f'<rect x="{x_legend}" y="46" width="10" height="10" fill="{swatch}"/>'
             f'<text x="{x_legend + 14}" y="55">{esc(label)}</text>'
         )
         x_legend += 30 + int(len(label) * CHAR_W_PX)
@@ -182,11 +193,12 @@ def flamegraph_svg(
         by = HEADER_PX + (depth - 1 - d) * FRAME_H_PX
         label = node.frame.label()
         pct = 100.0 * node.count / top.count
-        tip = f"{label}: {node.count} samples ({pct:.2f}%)"
+        more = tip(node.frame) if tip is not None else ""
+        hover = f"{label}: {node.count} samples ({pct:.2f}%){more}"
         out.append(
-            f"<g><title>{esc(tip)}</title>"
+            f"<g><title>{esc(hover)}</title>"
             f'<rect x="{bx:.2f}" y="{by}" width="{w:.2f}" height="{FRAME_H_PX - 1}" '
-            f'fill="{_colour(node.frame)}" rx="2"/>'
+            f'fill="{paint(node.frame)}" rx="2"/>'
         )
         text = _fit(label, w)
         if text:

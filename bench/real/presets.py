@@ -277,6 +277,13 @@ def _decode(
     )
 
 
+def _with_values(preset: RealPreset, values: int, source: str) -> RealPreset:
+    """The preset measuring `values` iterations a process in lockstep, with the number's source."""
+    return replace(
+        preset, lockstep_values=values, sources={**preset.sources, "lockstep_values": source}
+    )
+
+
 # What each feature's parameters are, wherever a preset (or --set) turns it on.
 FEATURE_SOURCES = {
     "top_logprobs_num": src.SLIME_TOP_K,
@@ -462,6 +469,18 @@ PRESETS: dict[str, RealPreset] = {
             sc.ASSUMED + ": decode-b256's 90 ms; a larger batch's forward is longer, so the share "
             "shown is an upper bound",
             40,
+        ),
+        _with_values(
+            _decode(
+                "decode-b1536",
+                1536,
+                src.PY_SPY_1500,
+                sc.ASSUMED + ": decode-b256's 90 ms (an upper bound on the share)",
+                20,
+            ),
+            200,
+            sc.ASSUMED + ": 200 iterations a process in lockstep (not 400), so that a profile of "
+            "eight processes at ~17 ms an iteration fits its minutes",
         ),
         _decode(
             "decode-b4096",

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -43,6 +43,16 @@ class Env(Protocol):
 
 
 DEFAULT_TIMEOUT_S = 3600.0
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """A child process ended: asked to (SIGTERM), then made to after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 class DriverProcess:
@@ -110,12 +120,7 @@ class DriverProcess:
             pass
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop(self.proc)
 
     def result(self, timeout: float | None = None) -> dict[str, Any]:
         try:
@@ -160,10 +165,12 @@ def run_lockstep(
     rng: random.Random,
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
+    on_settled: Callable[[Sequence[DriverProcess]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every unit's driver, started together, its measured windows taken in turns (see the
     module's docstring); the outputs in the units' order. A process that dies or fails ends
-    its own turns; the others go on."""
+    its own turns; the others go on. `on_settled` is called with the processes once all have
+    settled, before any goes on to measure (a profiler attaches there)."""
     events: queue.Queue[tuple[int, str]] = queue.Queue()
     procs: list[DriverProcess] = []
     pending: dict[int, list[str]] = {i: [] for i in range(len(units))}
@@ -187,6 +194,8 @@ def run_lockstep(
         settled = {i: int(w.split()[1]) for i, w in state.items() if w.startswith("steady ")}
         if settled:
             start = max(settled.values())
+            if on_settled is not None:
+                on_settled(procs)
             for i in settled:
                 procs[i].go(f"start {start}")
             for i in settled:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.base.timing import now_ns
-from bench.real.driver import standin, steady
+from bench.real.driver import marks, standin, steady
 from bench.real.driver.calls import CallCounter
 from bench.real.driver.client import Client
 from bench.real.driver.ipc import Channel
@@ -78,6 +78,9 @@ class Plan:
     settle: bool = True  # warm up until the cache is steady (bench.real.driver.steady)
     settle_max_iterations: int = 8000
     settle_max_s: float = 240.0
+    # Under a sampling profiler (bench.real.profile): seconds spun in a mark at each measured
+    # boundary (bench.real.driver.marks); 0 when nothing samples the process.
+    profile_gap_s: float = 0.0
 
     @property
     def measured(self) -> int:
@@ -297,7 +300,10 @@ class Steering:
             self._track_evictions()
         done = self._collect_finished()
         if self.iteration:
+            closed = len(self.records)
             self._close(t_end)
+            if self.plan.profile_gap_s and len(self.records) > closed:
+                marks.after(self.records[-1].mode, self.plan.profile_gap_s)
         if self.client.eos_after:
             self._eos_table()
         self.iteration += 1
@@ -336,6 +342,8 @@ class Steering:
             self.state = "measure"
             self.measure_start = self.iteration
             self.on_measure()
+            if self.plan.profile_gap_s:
+                marks.reqstate_measure_start(self.plan.profile_gap_s)
         elif self.state == "measure" and len(self.records) >= self.plan.measured:
             self.on_finish()
             if self.plan.lockstep:
