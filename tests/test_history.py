@@ -156,10 +156,23 @@ def test_history_marks_the_step_and_writes_its_report(tmp_path: Path) -> None:
         counted.append(c.sha)
         return {"ReqToTokenPool.alloc (extend)": 2.0 if c.sha in shas[7:] else 1.0, "x (decode)": 1}
 
-    job = _job(tmp_path / "repo", tmp_path, runner, counter, rounds=4, batch=5)
+    profiled: list[tuple[str, str]] = []
+
+    def where(base: Any, head: Any, _preset: Any, _folder: Path, *, seed: int) -> dict:
+        profiled.append((base.sha, head.sha))
+        row = {"name": "ReqToTokenPool.alloc", "resolved": True, "delta_us": 61.5,
+               "ci_us": [40.0, 83.0]}  # fmt: skip
+        return {"rows": [row], "where": ["ReqToTokenPool.alloc"], "resolution_us": [9.0, 20.0]}
+
+    job = _job(tmp_path / "repo", tmp_path, runner, counter, rounds=4, batch=5, where=where)
     folder, status = execute(job)
     assert status == EXIT_OK
     summary = (folder / "summary.md").read_text()
+    # where the step's time moved (py-spy at the step and the commit before it), before the calls
+    assert (
+        "time moved in ReqToTokenPool.alloc: +61.5 µs per iteration \\[+40.0, +83.0\\]" in summary
+    )
+    assert profiled == [(shas[6], shas[7])]
     html = (folder / "report.html").read_text()
     assert len(summary.strip().splitlines()) <= 15
     assert shas[7][:10] in summary
@@ -175,6 +188,7 @@ def test_history_marks_the_step_and_writes_its_report(tmp_path: Path) -> None:
     assert sorted(counted) == sorted([shas[6], shas[7]])
     execute(job)
     assert len(counted) == 2
+    assert len(profiled) == 1  # kept in the manifest, like the calls
     rec = json.loads((folder / "prefill-chunked" / "commits" / f"{shas[7]}.json").read_text())
     assert len(rec["rounds"]) == 4
     assert all(0 < r["ratio"] for r in rec["rounds"])
@@ -358,3 +372,37 @@ def test_a_replay_line_measures_each_commits_group_and_pairs_it_with_the_anchor(
     aa = [r["ratio"] for r in recs["inline"]["rounds"]]
     assert min(weak) > max(aa)
     assert "replay-lp_states-decode-dspark" in (folder / "summary.md").read_text()
+
+
+def test_bisect_says_where_the_first_commit_s_time_moved(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", 8)
+    asked: list[tuple[str, str]] = []
+
+    def where(_job: Any, parent: hc.Commit, first: hc.Commit, _folder: Path) -> dict:
+        asked.append((parent.sha, first.sha))
+        row = {"name": "ReqToTokenPool.alloc", "file": "sglang/srt/mem_cache/memory_pool.py",
+               "line": 291, "moved_from": "", "base_us": 226.6, "head_us": 69.1,
+               "delta_us": -157.5, "ci_us": [-277.0, -38.1], "resolved": True}  # fmt: skip
+        return {
+            "rows": [row], "where": ["ReqToTokenPool.alloc"], "resolution_us": [36.0, 114.9],
+            "processes": [6, 6], "family_level": 0.01, "tested": 92, "relabellings": 924,
+            "critical": 6.05,
+        }  # fmt: skip
+
+    def gate(good: hc.Commit, commit: hc.Commit, rounds: int) -> list[Judgement]:
+        moved = commit.sha in shas[5:]
+        return [_judgement("improvement" if moved else "pass", -6.0 if moved else 0.1)]
+
+    job = hb.BisectJob(
+        tmp_path / "repo", shas[0], shas[-1], [rp.get("prefill-chunked")],
+        output_dir=tmp_path / "reports", gate=gate, where=where,
+    )  # fmt: skip
+    folder, status = hb.execute_bisect(job)
+    assert status == EXIT_OK
+    assert asked == [(shas[4], shas[5])]  # the first commit against its parent, once
+    text = (folder / "bisect.md").read_text()
+    assert "**Where it moved** at the first commit" in text
+    assert "| `ReqToTokenPool.alloc` | sglang/srt/mem_cache/memory_pool.py:291 |" in text
+    assert json.loads((folder / "bisect.json").read_text())["where"]["where"] == [
+        "ReqToTokenPool.alloc"
+    ]

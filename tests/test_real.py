@@ -286,7 +286,7 @@ def test_run_real_refuses_synthetic_options_and_bad_presets(toy_repo: Path) -> N
 def test_gate_real_fails_a_slower_admission(toy_repo: Path, tmp_path: Path) -> None:
     # fewer turns than the preset's 400 per process: the toy's slowdown is large
     args = ["--real-python", PY, "--real-preset", "prefill-chunked", "--rounds", "6"]
-    args += ["--set", "warmup=100", "--set", "values=120"]
+    args += ["--set", "warmup=100", "--set", "values=120", "--where", "never"]
     slow = run_cli(
         "gate", "--real", str(toy_repo), "--base", "fast", "--head", "slow_alloc", *args,
         "--json", str(tmp_path / "slow.json"), "--markdown", str(tmp_path / "slow.md"), timeout=600,
@@ -301,6 +301,23 @@ def test_gate_real_fails_a_slower_admission(toy_repo: Path, tmp_path: Path) -> N
     assert result["mode"] == "real"
     assert result["meta"]["resolution"]["prefill-chunked"]["aa_half_width_pct"] > 0
     # a revision gated against itself passing is tests/test_real_sglang.py's (the release's)
+
+
+@pytest.mark.real
+def test_gate_real_says_where_a_significant_change_moved(toy_repo: Path, tmp_path: Path) -> None:
+    md = tmp_path / "gate.md"
+    proc = run_cli(
+        "gate", "--real", str(toy_repo), "--base", "fast", "--head", "slow_alloc",
+        "--real-python", PY, "--real-preset", "prefill-chunked", "--set", "warmup=20",
+        "--set", "values=100", "--json", str(tmp_path / "gate.json"), "--markdown", str(md),
+        timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    text = md.read_text()
+    assert "**Where it moved** (prefill-chunked" in text
+    first = next(line for line in text.splitlines() if line.startswith("| `"))
+    assert first.startswith("| `Pool.alloc`"), first  # where it moved, before its callers
+    assert (tmp_path / "where" / "prefill-chunked" / "where.json").is_file()
 
 
 @pytest.mark.slow

@@ -66,6 +66,7 @@ def _cmd_real_gate(args: argparse.Namespace) -> int:
         threshold_share_pct=args.threshold_share,
         interpreter=args.real_python,
         changed=changes,
+        where=args.where,
     )
     return run(
         cfg,
@@ -159,6 +160,9 @@ _GATE: tuple[Option | Adder, ...] = (
               "presets --explain NAME)"}),
     (("--real-python",), {"metavar": "PYTHON",
       "help": "with --real: this interpreter instead of building the revisions' environments"}),
+    (("--where",), {"choices": ("auto", "always", "never"), "default": "auto",
+      "help": "with --real: profile both sides with py-spy and name the functions whose time "
+              "moved, for presets whose change is significant (auto), every preset, or never"}),
     (("--group",), {"metavar": "NAME",
       "help": "with --target: the state group to gate (default: what moved between the "
               "revisions; pd_hidden: the PD hidden study)"}),

@@ -20,9 +20,10 @@ from bench.config.cliargs import (
 )
 from bench.core.scenarios import get
 from bench.history import measure as hm
-from bench.history.bisect import BisectJob, execute_bisect
+from bench.history.bisect import BisectJob, execute_bisect, real_where
 from bench.history.calls import real_counter
 from bench.history.run import HistoryJob, execute, real_line, real_mapper, replay_line
+from bench.real.profile.run import where_moved
 from bench.real.run import selected
 
 HISTORY_PRESETS = ("prefill-chunked",)
@@ -36,6 +37,9 @@ _SHARED: tuple[Option, ...] = (
     (("--real-python",), {"metavar": "PYTHON",
       "help": "run every revision with this interpreter instead of building environments"}),
     (("--seed",), {"type": int, "default": 0, "help": "seed of the request streams and turns"}),
+    (("--where",), {"choices": ("auto", "never"), "default": "auto",
+      "help": "at each step (history) or the first commit (bisect), profile both sides with "
+              "py-spy and name the functions whose time moved (docs/PROFILE.md), or never"}),
     (("--output-dir",), {"default": "reports", "help": "where the folder goes (default reports)"}),
 )  # fmt: skip
 
@@ -98,6 +102,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
         Path(args.path), args.range, lines, args.rounds, args.batch, args.every, args.hot_path,
         args.budget, args.seed, Path(args.output_dir), changes,
         mapper=real_mapper(preparer, presets[0]) if not args.no_real else None,
+        where=where_moved if args.where != "never" and not args.no_real else None,
     )  # fmt: skip
     _folder, status = execute(job)
     return status
@@ -108,6 +113,7 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     job = BisectJob(
         Path(args.path), args.good, args.bad, presets, changes, args.rounds, args.threshold,
         args.seed, args.real_python, Path(args.output_dir),
+        where=real_where if args.where != "never" else None,
     )  # fmt: skip
     _folder, status = execute_bisect(job)
     return status

@@ -35,6 +35,8 @@ from bench.history import commits as hc
 from bench.real import capabilities
 from bench.real.gate import MIN_ROUNDS, RealGate, judge, measure
 from bench.real.presets import RealPreset
+from bench.real.profile.render import where_section
+from bench.real.profile.run import where_moved
 from bench.real.run import prepare
 
 SCHEMA = "reqstate-bench-bisect/2"
@@ -79,6 +81,8 @@ class BisectJob:
     interpreter: str | None = None
     output_dir: Path = Path("reports")
     gate: GateFn | None = None  # tests give their own
+    # At the first commit: the functions whose time moved from its parent (real_where), or none
+    where: Callable[[BisectJob, hc.Commit, hc.Commit, Path], dict[str, Any]] | None = None
 
 
 def real_gate(job: BisectJob) -> GateFn:
@@ -222,6 +226,27 @@ def markdown(result: BisectResult, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def real_where(job: BisectJob, parent: hc.Commit, first: hc.Commit, folder: Path) -> dict[str, Any]:
+    """The functions whose time moved from `parent` to `first`, on the first preset, each side
+    under py-spy (bench.real.profile): what `--where auto` adds at the first commit."""
+    preset = job.presets[0].in_lockstep(job.changed)
+    base, head = prepare([f"{job.repo}@{parent.sha}", f"{job.repo}@{first.sha}"], job.interpreter)
+    return where_moved(base, head, preset, folder, seed=job.seed)
+
+
+def _where(job: BisectJob, first: hc.Commit, folder: Path) -> dict[str, Any] | None:
+    """job.where at the first commit; None when there is none or it failed (said why)."""
+    if job.where is None:
+        return None
+    parent = hc.resolve(job.repo, f"{first.sha}^")
+    progress(f"where it moved: {parent.short} -> {first.short}, both under py-spy")
+    try:
+        return job.where(job, parent, first, folder)
+    except UsageError as exc:  # DataError included: the bisection stands without it
+        progress(f"where it moved: not profiled ({exc})")
+        return None
+
+
 def execute_bisect(job: BisectJob) -> tuple[Path, int]:
     presets = [p.name for p in job.presets]
     if job.gate is None:  # the real one: both ends must run what the presets ask for
@@ -234,6 +259,10 @@ def execute_bisect(job: BisectJob) -> tuple[Path, int]:
     out.mkdir(parents=True, exist_ok=True)
     title = f"{job.repo.resolve().name} {job.good}..{job.bad}"
     text = markdown(result, title)
+    moved = _where(job, result.first, out / "where") if result.first is not None else None
+    if moved is not None:
+        text += "\n**Where it moved** at the first commit:\n\n"
+        text += "\n".join(where_section(moved, 5)) + "\n"
     write_atomic(out / "bisect.md", text)
     write_json(
         out / "bisect.json",
@@ -248,6 +277,7 @@ def execute_bisect(job: BisectJob) -> tuple[Path, int]:
             "changed": job.changed,
             "threshold_pct": job.threshold_pct,
             "rounds": job.rounds,
+            "where": moved,
         },
     )
     print(text, end="")

@@ -31,7 +31,8 @@ class HistoryView:
     curves: Mapping[str, Curve]
     forward_ms: Mapping[str, float]
     costs: Mapping[str, Any]  # seconds per commit, environments built
-    calls: Mapping[str, Mapping[str, list[str]]] = field(default_factory=dict)  # line -> sha
+    # line -> sha -> what moved at that step: functions' time (py-spy), then calls per iteration
+    calls: Mapping[str, Mapping[str, list[str]]] = field(default_factory=dict)
     modes: Mapping[str, str] = field(default_factory=dict)  # line -> real | replay
 
     def calls_at(self, line: str, s: FoundStep) -> list[str]:
@@ -90,7 +91,7 @@ def summary_markdown(view: HistoryView) -> str:
             lines.append(f"  - {esc_md(step_text(s))}")
             calls = view.calls_at(preset, s)
             if calls:
-                lines.append(f"    - calls moved: {esc_md('; '.join(calls[:2]))}")
+                lines.append(f"    - moved: {esc_md('; '.join(calls[:3]))}")
     if len(lines) > budget:
         cut = len(lines) - budget + 1
         lines = [*lines[: budget - 1], f"- … {cut} more line(s) in report.html"]
@@ -119,7 +120,7 @@ def terminal(view: HistoryView) -> str:
             out.append(f"  {p.commit.short}  not measured: {p.failed or 'no rounds yet'}")
         for s in curve.steps:
             out.append(f"  STEP {step_text(s)}")
-            out += [f"    calls: {c}" for c in view.calls_at(preset, s)]
+            out += [f"    moved: {c}" for c in view.calls_at(preset, s)]
         if curve.fit is not None and not curve.steps:
             out.append("  no step beyond the noise")
     return "\n".join(out)
@@ -240,7 +241,7 @@ def report_html(view: HistoryView, order: Sequence[str]) -> str:
             section(
                 f"preset-{preset}",
                 f"{preset}: {_noise_text(curve) if curve.fit else 'too few commits'}",
-                table(["commit", "step", "calls per iteration moved"], steps),
+                table(["commit", "step", "time (py-spy) and calls per iteration moved"], steps),
                 table(
                     ["commit", "date", "subject", "rounds", "change [95%]", "µs per iteration"],
                     rows,

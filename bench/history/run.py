@@ -89,6 +89,9 @@ class HistoryJob:
     output_dir: Path = Path("reports")
     changed: dict[str, Any] = field(default_factory=dict)
     mapper: Mapper | None = None
+    # At each step of a real line: the functions whose time moved from the commit before it
+    # (bench.real.profile.run.where_moved: base, head, preset, folder, seed=...), or nothing.
+    where: Callable[..., dict[str, Any]] | None = None
 
 
 def folder(job: HistoryJob, anchor: str) -> Path:
@@ -167,6 +170,39 @@ def _calls(job: HistoryJob, line: Line, store: Store, curve: series.Curve) -> di
     return out
 
 
+def _where(
+    job: HistoryJob, line: Line, store: Store, curve: series.Curve, folder: Path
+) -> dict[str, list[str]]:
+    """At each step, the functions whose time moved (bench.real.profile), from the commit
+    before it to the step's commit; profiled once, kept in the manifest."""
+    manifest = store.manifest()
+    kept = manifest.setdefault("where", {})
+    out: dict[str, list[str]] = {}
+    for s in curve.steps:
+        if s.commit.sha not in kept:
+            hm.progress(f"{line.name}: where it moved at {s.commit.short}, under py-spy")
+            try:
+                base = line.preparer(job.repo, s.before)
+                head = line.preparer(job.repo, s.commit)
+                assert job.where is not None
+                kept[s.commit.sha] = job.where(
+                    base, head, line.preset, folder / "where" / s.commit.short, seed=job.seed
+                )
+            except UsageError as exc:  # DataError included
+                hm.progress(f"{line.name}: not profiled at {s.commit.short} ({exc})")
+                continue
+            store.save_manifest(manifest)
+        d = kept[s.commit.sha]
+        names = set(d.get("where", ()))
+        rows = [r for r in d["rows"] if r["resolved"] and r["name"] in names]
+        out[s.commit.sha] = [
+            f"time moved in {r['name']}: {r['delta_us']:+,.1f} µs per iteration "
+            f"[{r['ci_us'][0]:+,.1f}, {r['ci_us'][1]:+,.1f}]"
+            for r in rows[:3]
+        ] or [f"no function's time moved beyond ±{d['resolution_us'][1]:,.1f} µs (median)"]
+    return out
+
+
 def execute(job: HistoryJob) -> tuple[Path, int]:
     sel = hc.select(job.repo, job.range_text, every=job.every, hot_path=False)
     if job.hot_path:
@@ -203,6 +239,10 @@ def execute(job: HistoryJob) -> tuple[Path, int]:
         curves[line.name] = curve
         if status == EXIT_OK and curve.steps and line.counter and line.counting:
             moved[line.name] = _calls(job, line, store, curve)
+            if job.where is not None:
+                at = _where(job, line, store, curve, where / line.name)
+                for sha, rows in at.items():
+                    moved[line.name][sha] = rows + list(moved[line.name].get(sha, []))
     view = hr.HistoryView(
         f"{job.repo.resolve().name} {sel.anchor.short}..{sel.commits[-1].short}",
         sel.how,

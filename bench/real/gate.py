@@ -36,6 +36,8 @@ from bench.real import presets as rp
 from bench.real.measure import values
 from bench.real.presets import RealPreset
 from bench.real.process import run_lockstep
+from bench.real.profile.render import where_section
+from bench.real.profile.run import where_moved
 from bench.real.run import Revision, job, prepare, progress
 
 SCHEMA = "reqstate-bench-gate/1"
@@ -45,6 +47,7 @@ MIN_ROUNDS = 6
 SIDES = ("base", "candidate", "aa")
 GATED_METRIC = "iteration"
 INFO_METRICS = ("decode", "extend")
+WHERE_ROWS = 5  # gate.md's rows of the functions whose time moved
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ class RealGate:
     threshold_us: float | None = None
     threshold_share_pct: float | None = None
     seed: int = 0
+    # --where: profile both sides where a preset's change is significant (auto), for every
+    # preset (always) or never: the functions whose time moved (bench.real.profile)
+    where: str = "auto"
     interpreter: str | None = None  # --real-python
     changed: Mapping[str, Any] = field(default_factory=dict)  # --set (kept in lockstep)
 
@@ -163,6 +169,9 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
             f"- {preset}: resolution (identical code, A/A): {r['aa_change_pct']:+.2f}%, its 95% "
             f"interval ±{r['aa_half_width_pct']:.2f}% (±{r['aa_half_width_us']:,.1f} µs per iteration)"
         )
+    for preset, w in meta.get("moved", {}).items():
+        lines += ["", f"**Where it moved** ({preset}, py-spy at {w['rate_hz']} Hz):", ""]
+        lines += [*where_section(w, WHERE_ROWS), ""]
     for line in meta.get("replaced", []):
         lines.append(f"- replaced: {line}")
     stubbed = meta.get("stubbed", {})
@@ -206,6 +215,13 @@ def run(
         "replaced": list(seen["replaced"]),
         "revisions": {"base": base.meta(), "candidate": head.meta()},
     }
+    if json_out is None or markdown_out is None:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        folder = root / "reports" / f"gate-real-{stamp}-{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        json_out = json_out or folder / "gate.json"
+        markdown_out = markdown_out or folder / "gate.md"
+    meta["moved"] = where(cfg, base, head, judgements, json_out.parent / "where")
     status = "regression" if any(j.verdict == "regression" for j in judgements) else "pass"
     result = {
         "schema": SCHEMA,
@@ -223,12 +239,6 @@ def run(
             for j in judgements
         ],
     }
-    if json_out is None or markdown_out is None:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        folder = root / "reports" / f"gate-real-{stamp}-{os.getpid()}"
-        folder.mkdir(parents=True, exist_ok=True)
-        json_out = json_out or folder / "gate.json"
-        markdown_out = markdown_out or folder / "gate.md"
     markdown = render_markdown(judgements, "wall", status, meta)
     markdown += "\n" + "\n".join(real_markdown(meta)) + "\n"
     write_json(json_out, result)
@@ -243,6 +253,30 @@ def run(
             print(line.removeprefix("- "))
     print(f"gate result: {json_out}\ngate markdown: {markdown_out}")
     return EXIT_FAILED if status == "regression" else EXIT_OK
+
+
+def where(
+    cfg: RealGate, base: Revision, head: Revision, judgements: list[Judgement], folder: Path
+) -> dict[str, Any]:
+    """Per preset profiled (`cfg.where`), the functions whose time moved."""
+    if cfg.where == "never":
+        return {}
+    by_name = {j.benchmark: j for j in judgements}
+    out = {}
+    for preset in cfg.presets:
+        j = by_name.get(bench_name(preset.name))
+        if j is None:
+            continue
+        significant = j.ci_low > 1 or j.ci_high < 1
+        if cfg.where == "always" or significant:
+            progress(f"gate: where it moved in {preset.name}, both sides under py-spy")
+            try:
+                out[preset.name] = where_moved(
+                    base, head, preset, folder / preset.name, seed=cfg.seed
+                )
+            except UsageError as exc:  # DataError included: the verdict stands without it
+                progress(f"gate: {preset.name} not profiled ({exc})")
+    return out
 
 
 def _same(
