@@ -27,7 +27,7 @@ from bench.profiling.run import find_py_spy
 from bench.real.measure import figures
 from bench.real.presets import RealPreset
 from bench.real.process import run_lockstep
-from bench.real.profile import render, samples, table
+from bench.real.profile import render, samples, spy, table
 from bench.real.profile.diff import MIN_PROCESSES, Diff, diff
 from bench.real.profile.spy import Spy, probe
 from bench.real.run import job, prepare
@@ -123,15 +123,13 @@ def _round(
         for i, (_, profiled, worker) in enumerate(roles):
             if profiled:
                 path = raw / f"w{worker}.speedscope.json"
-                spies[i] = Spy(procs[i].proc.pid, path, cfg.rate_hz)
-        for spy in spies.values():
-            spy.wait_ready()
+                spies[i] = spy.attach(procs[i].proc.pid, path, cfg.rate_hz)
 
     try:
         outs = run_lockstep(units, rng, on_settled=attach)
     except BaseException:
-        for spy in spies.values():
-            spy.stop()
+        for sampler in spies.values():
+            sampler.stop()
         raise
     got = []
     for i, ((r, profiled, worker), out) in enumerate(zip(roles, outs, strict=True)):

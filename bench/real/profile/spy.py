@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.base.errors import UsageError
+from bench.base.errors import DataError, UsageError
 from bench.base.timing import wall_s
 from bench.profiling.run import PY_SPY_HINT, find_py_spy
 from bench.real.process import stop
 
 READY_TIMEOUT_S = 20.0  # py-spy's attach: it says "Sampling process" once it samples
-END_TIMEOUT_S = 120.0  # after the process ends, for py-spy to write its file
+END_TIMEOUT_S = 120.0
+ATTACH_TRIES = 3  # after the process ends, for py-spy to write its file
 
 
 def probe() -> None:
@@ -86,18 +87,21 @@ class Spy:
                 self._ready.set()
         self._ready.set()
 
-    def wait_ready(self) -> None:
-        """Until py-spy samples; a py-spy that cannot attach is the user's to fix (exit 2)."""
+    def wait_ready(self) -> bool:
+        """Until py-spy samples: False if it ended or did not start in time (why() says why)."""
         t0 = wall_s()
         while not self._ready.wait(0.05):
             if wall_s() - t0 > READY_TIMEOUT_S:
                 self.stop()
-                raise UsageError(f"py-spy did not attach to process {self.pid} in time")
-        if self.proc.poll() is not None and not self.output.exists():
-            raise UsageError(f"py-spy cannot profile the driver: {self.why()} ({PY_SPY_HINT})")
+                self.lines.append(f"no sample in {READY_TIMEOUT_S:.0f} s")
+                return False
+        return not (self.proc.poll() is not None and not self.output.exists())
 
     def why(self) -> str:
-        return next((ln.strip() for ln in reversed(self.lines) if ln.strip()), "no output")
+        """py-spy's error line (its first line naming an error), else its last line."""
+        lines = [ln.strip() for ln in self.lines if ln.strip()]
+        named = [ln for ln in lines if "error" in ln.lower() or "permission" in ln.lower()]
+        return (named or lines or ["no output"])[0 if named else -1]
 
     def stop(self) -> None:
         stop(self.proc)
@@ -114,3 +118,18 @@ class Spy:
             return doc
         except (OSError, ValueError):
             return None
+
+
+def attach(pid: int, output: Path, rate_hz: int, tries: int = ATTACH_TRIES) -> Spy:
+    """py-spy sampling process `pid`, tried `tries` times (an attach to a busy process can fail
+    once); a py-spy denied the process is the user's to fix (exit 2), any other failure the
+    run's (DataError: the rounds already kept stay)."""
+    why = ""
+    for _ in range(tries):
+        spy = Spy(pid, output, rate_hz)
+        if spy.wait_ready():
+            return spy
+        why = spy.why()
+        if "permission" in why.lower() or "ptrace" in why.lower():
+            raise UsageError(f"py-spy cannot profile the driver: {why} ({PY_SPY_HINT})")
+    raise DataError(f"py-spy did not attach to process {pid} in {tries} tries: {why}")
