@@ -71,7 +71,8 @@ test: $(STAMP)
 
 # Real mode against sglang 0.5.23 from the registry (tests/test_real_sglang.py): builds its
 # environment into the user's cache the first time (a few minutes, ~2.5 GB), then runs its own
-# scheduler. CI runs it after `make test`.
+# scheduler; and real mode's longer end-to-end runs on the tests' tiny tree (gates, profiles,
+# feature costs, coverage), kept out of make test's 8 minutes. CI runs it after `make test`.
 test-real: $(STAMP)
 	"$(PY)" -m pytest -q -m real
 

@@ -282,7 +282,7 @@ def test_run_real_refuses_synthetic_options_and_bad_presets(toy_repo: Path) -> N
     assert "at least 6" in proc.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a real-mode run on the tiny tree: make test-real (CI runs it)
 def test_gate_real_fails_a_slower_admission(toy_repo: Path, tmp_path: Path) -> None:
     # fewer turns than the preset's 400 per process: the toy's slowdown is large
     args = ["--real-python", PY, "--real-preset", "prefill-chunked", "--rounds", "6"]

@@ -163,7 +163,7 @@ def test_coverage_unions_the_presets_and_names_what_none_reaches() -> None:
 # -- on the tiny tree -------------------------------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a real-mode run on the tiny tree: make test-real (CI runs it)
 def test_processes_in_lockstep_start_measuring_at_the_same_iteration(
     toy_repo: Path, tmp_path: Path
 ) -> None:
@@ -183,7 +183,7 @@ def test_processes_in_lockstep_start_measuring_at_the_same_iteration(
     assert all(len(s) == 1 for s in starts.values()), starts
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a real-mode run on the tiny tree: make test-real (CI runs it)
 def test_real_coverage_prints_the_tables_and_writes_them(toy_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "coverage.md"
     proc = run_cli(
@@ -198,7 +198,7 @@ def test_real_coverage_prints_the_tables_and_writes_them(toy_repo: Path, tmp_pat
     assert "sglang/srt/managers/scheduler.py" in text
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a real-mode run on the tiny tree: make test-real (CI runs it)
 def test_real_features_measures_each_variant_against_the_plain_preset(
     toy_repo: Path, tmp_path: Path
 ) -> None:

@@ -209,7 +209,7 @@ def _profile_cli(tmp_path: Path, *args: str) -> Any:
     )  # fmt: skip
 
 
-@pytest.mark.slow
+@pytest.mark.real  # a real-mode run on the tiny tree: make test-real (CI runs it)
 def test_profile_real_samples_the_measured_iterations_of_each_process(
     toy_repo: Path, tmp_path: Path
 ) -> None:
