@@ -315,7 +315,8 @@ def test_gate_real_says_where_a_significant_change_moved(toy_repo: Path, tmp_pat
     assert proc.returncode == 1, proc.stderr[-2000:]
     text = md.read_text()
     assert "**Where it moved** (prefill-chunked" in text
-    first = next(line for line in text.splitlines() if line.startswith("| `"))
+    moved = text.split("**Where it moved**", 1)[1]
+    first = next(line for line in moved.splitlines() if line.startswith("| `"))
     assert first.startswith("| `Pool.alloc`"), first  # where it moved, before its callers
     assert (tmp_path / "where" / "prefill-chunked" / "where.json").is_file()
 
