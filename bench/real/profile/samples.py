@@ -33,7 +33,6 @@ AFTER = {
     "reqstate_after_extend": "extend",
     "reqstate_after_other": "other",
 }
-KINDS = ("revision", "library", "stand-in", "stub", "driver")
 
 
 def key(f: Frame) -> str:
