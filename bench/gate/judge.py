@@ -45,6 +45,8 @@ class Judgement:
     change_s_high: float | None = None
     forward_s: float | None = None
     bound_s: float | None = None
+    # real mode: the smallest change the job's spread lets it flag 80% of the time (percent)
+    min_detectable_pct: float | None = None
 
     @property
     def change_pct(self) -> float:

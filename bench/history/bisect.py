@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.base.errors import EXIT_OK, UsageError
+from bench.base.errors import EXIT_FAILED, EXIT_OK, UsageError
 from bench.base.storage import write_atomic, write_json
 from bench.base.timing import wall_s
 from bench.gate.judge import Judgement
@@ -52,9 +52,11 @@ class GateStep:
     changes: dict[str, tuple[float, float, float]]  # preset -> (change %, CI low %, CI high %)
     wall_s: float
     rounds: int = 0
-    # where the change lies as a fraction of the first gate's step (median, low, high); None for
-    # the first gate
+    # where the change lies as a fraction of the first gate's step (point, low, high: the
+    # interval holds the first gate's own uncertainty); None for the first gate
     fraction: tuple[float, float, float] | None = None
+    # still straddling half the step at MAX_ROUND_FACTOR x --rounds: decided by its point alone
+    undecided: bool = False
 
     def shows(self, direction: str) -> bool:
         return any(v == direction for v in self.verdicts.values())
@@ -120,17 +122,26 @@ def progress(msg: str) -> None:
     print(f"[bisect] {msg}", file=sys.stderr, flush=True)
 
 
+def fraction_of(
+    change: tuple[float, float, float], step: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    """Where a change (point, low, high) lies as a fraction of the step (point, low, high, an
+    interval that excludes zero): the point's ratio, and the extremes over both intervals."""
+    ends = [c / s for c in change[1:] for s in step[1:]]
+    return change[0] / step[0], min(ends), max(ends)
+
+
 def _step(
     gate: GateFn,
     good: hc.Commit,
     commit: hc.Commit,
     presets: list[str],
     rounds: int,
-    step: tuple[str, float] | None = None,
+    step: tuple[str, tuple[float, float, float]] | None = None,
 ) -> GateStep:
-    """One gate; with `step` (the preset the first gate showed it on, its change in %), measured
-    again with twice the rounds while its interval holds half the step, up to MAX_ROUND_FACTOR
-    times `rounds`."""
+    """One gate; with `step` (the preset the first gate showed it on, its change in % with its
+    interval), measured again with twice the rounds while its interval holds half the step, up
+    to MAX_ROUND_FACTOR times `rounds`; then, if still so, marked undecided."""
     most = rounds * MAX_ROUND_FACTOR
     progress(f"gate {good.short} -> {commit.short} ({commit.subject[:60]})")
     t0 = wall_s()
@@ -141,18 +152,22 @@ def _step(
             verdicts[preset] = j.verdict
             changes[preset] = (j.change_pct, (j.ci_low - 1) * 100, (j.ci_high - 1) * 100)
         fraction = None
+        undecided = False
         if step is not None:
             name, size = step
-            mid, low, high = (x / size for x in changes[name])
-            fraction = (mid, min(low, high), max(low, high))
-            if fraction[1] <= 0.5 <= fraction[2] and rounds * 2 <= most:
+            fraction = fraction_of(changes[name], size)
+            undecided = fraction[1] <= 0.5 <= fraction[2]
+            if undecided and rounds * 2 <= most:
                 progress(
-                    f"  {name}: at {mid:.2f} of the step, undecided: again, {rounds * 2} rounds"
+                    f"  {name}: at {fraction[0]:.2f} of the step, undecided: again, "
+                    f"{rounds * 2} rounds"
                 )
                 rounds *= 2
                 continue
         break
-    out = GateStep(good, commit, verdicts, changes, round(wall_s() - t0, 1), rounds, fraction)
+    out = GateStep(
+        good, commit, verdicts, changes, round(wall_s() - t0, 1), rounds, fraction, undecided
+    )
     progress("  " + chain_line(out))
     return out
 
@@ -164,6 +179,8 @@ def chain_line(s: GateStep) -> str:
     where = ""
     if s.fraction is not None:
         side = "after" if s.after() else "before"
+        if s.undecided:
+            side += f" (UNDECIDED at {s.rounds} rounds: decided by its point alone)"
         where = f"; at {s.fraction[0]:.2f} of the step [{s.fraction[1]:.2f}, {s.fraction[2]:.2f}]: {side} it"
     return (
         f"{s.good.short} -> {s.commit.short}: "
@@ -179,15 +196,51 @@ class BisectResult:
     chain: tuple[GateStep, ...]
     first: hc.Commit | None  # None: no step above the threshold
     direction: str | None
+    # commits that could not be gated (git bisect skip): the first commit is then known only
+    # to lie after `after`, at or before `first`
+    skipped: tuple[tuple[hc.Commit, str], ...] = ()
+    after: hc.Commit | None = None
 
     @property
     def max_gates(self) -> int:
         return math.ceil(math.log2(max(self.commits, 1))) + 1
 
+    @property
+    def certain(self) -> bool:
+        """Every gate decided, and the first commit pinned to one commit."""
+        return not any(s.undecided for s in self.chain) and self.span() <= 1
+
+    after_distance: int = 1  # commits from `after` (exclusive) to `first` (inclusive)
+
+    def span(self) -> int:
+        """How many commits the first one may be (1 when pinned; 0 when there is no step)."""
+        return self.after_distance if self.first is not None else 0
+
+
+OnGate = Callable[["BisectResult"], object]
+
+
+def _pick(lo: int, hi: int, skipped: set[int]) -> int | None:
+    """The commit to gate between lo and hi (exclusive): the middle, else the nearest to it
+    that was not skipped; None when every one was."""
+    mid = (lo + hi) // 2
+    for d in range(hi - lo):
+        for k in (mid - d, mid + d):
+            if lo < k < hi and k not in skipped:
+                return k
+    return None
+
 
 def search(
-    repo: Path, good_rev: str, bad_rev: str, presets: list[str], gate: GateFn, rounds: int = 6
+    repo: Path,
+    good_rev: str,
+    bad_rev: str,
+    presets: list[str],
+    gate: GateFn,
+    rounds: int = 6,
+    on_gate: OnGate | None = None,
 ) -> BisectResult:
+    """The search; `on_gate` receives the result so far after every gate."""
     good, bad = hc.resolve(repo, good_rev), hc.resolve(repo, bad_rev)
     commits = hc.in_range(repo, good.sha, bad.sha)
     if not commits or commits[-1].sha != bad.sha:
@@ -196,23 +249,55 @@ def search(
     chain = [first]
     direction = next((d for d in DIRECTIONS if first.shows(d)), None)
     if direction is None:
-        return BisectResult(len(commits), tuple(chain), None, None)
+        result = BisectResult(len(commits), tuple(chain), None, None)
+        if on_gate is not None:
+            on_gate(result)
+        return result
     # the step is read on the preset that shows it, the largest change where several do
     name = max(
         (p for p, v in first.verdicts.items() if v == direction),
         key=lambda p: abs(first.changes[p][0]),
     )
-    step = (name, first.changes[name][0])
+    step = (name, first.changes[name])
     lo, hi = -1, len(commits) - 1  # commits[hi] is past the step; lo (-1 = GOOD) is not
+    skipped: dict[int, str] = {}
+
+    def so_far() -> BisectResult:
+        # the first commit lies after the last gated commit before hi (skipped ones between)
+        below = max((k for k in range(lo, hi) if k not in skipped), default=lo)
+        after = good if below < 0 else commits[below]
+        return BisectResult(
+            len(commits),
+            tuple(chain),
+            commits[hi],
+            direction,
+            tuple((commits[k], why) for k, why in sorted(skipped.items())),
+            after,
+            hi - below,
+        )
+
+    if on_gate is not None:
+        on_gate(so_far())
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        s = _step(gate, good, commits[mid], presets, rounds, step)
+        mid = _pick(lo, hi, set(skipped))
+        if mid is None:
+            break
+        try:
+            s = _step(gate, good, commits[mid], presets, rounds, step)
+        except UsageError as exc:  # DataError included: this commit cannot be gated
+            skipped[mid] = str(exc)
+            progress(f"  {commits[mid].short} skipped: {exc}")
+            if on_gate is not None:
+                on_gate(so_far())
+            continue
         chain.append(s)
         if s.after():
             hi = mid
         else:
             lo = mid
-    return BisectResult(len(commits), tuple(chain), commits[hi], direction)
+        if on_gate is not None:
+            on_gate(so_far())
+    return so_far()
 
 
 def markdown(result: BisectResult, title: str) -> str:
@@ -221,8 +306,23 @@ def markdown(result: BisectResult, title: str) -> str:
         lines.append("- no step above the threshold in this range (the first gate passed)")
     else:
         word = "slower" if result.direction == "regression" else "faster"
-        lines.append(f"- first commit {word}: {result.first.short} ({result.first.subject})")
+        if result.span() > 1 and result.after is not None:
+            lines.append(
+                f"- first commit {word}: after {result.after.short}, at or before "
+                f"{result.first.short} ({result.span()} commits; the others between could not "
+                "be gated)"
+            )
+        else:
+            lines.append(f"- first commit {word}: {result.first.short} ({result.first.subject})")
     lines += [f"- gate {i + 1}: {chain_line(s)}" for i, s in enumerate(result.chain)]
+    lines += [f"- skipped {c.short}: {why}" for c, why in result.skipped]
+    if not result.certain:
+        lines.append(
+            "- **uncertain**: "
+            + ("a gate stayed undecided; " if any(s.undecided for s in result.chain) else "")
+            + ("commits were skipped; " if result.span() > 1 else "")
+            + "exit status 1"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -247,19 +347,10 @@ def _where(job: BisectJob, first: hc.Commit, folder: Path) -> dict[str, Any] | N
         return None
 
 
-def execute_bisect(job: BisectJob) -> tuple[Path, int]:
-    presets = [p.name for p in job.presets]
-    if job.gate is None:  # the real one: both ends must run what the presets ask for
-        ends = [hc.resolve(job.repo, job.good).sha, hc.resolve(job.repo, job.bad).sha]
-        capabilities.check_commits(job.repo, ends, job.presets)
-    gate = job.gate or real_gate(job)
-    result = search(job.repo, job.good, job.bad, presets, gate, job.rounds)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = job.output_dir / f"bisect-{stamp}-{os.getpid()}"
-    out.mkdir(parents=True, exist_ok=True)
+def _write(job: BisectJob, out: Path, result: BisectResult, moved: dict[str, Any] | None) -> str:
+    """bisect.md and bisect.json as they stand (written after every gate)."""
     title = f"{job.repo.resolve().name} {job.good}..{job.bad}"
     text = markdown(result, title)
-    moved = _where(job, result.first, out / "where") if result.first is not None else None
     if moved is not None:
         text += "\n**Where it moved** at the first commit:\n\n"
         text += "\n".join(where_section(moved, 5)) + "\n"
@@ -271,15 +362,50 @@ def execute_bisect(job: BisectJob) -> tuple[Path, int]:
             "range": [job.good, job.bad],
             "commits": result.commits,
             "first": result.first.sha if result.first else None,
+            "after": result.after.sha if result.after else None,
+            "span": result.span(),
+            "certain": result.certain,
             "direction": result.direction,
             "chain": [asdict(s) for s in result.chain],
-            "presets": presets,
+            "skipped": [{"commit": c.sha, "why": why} for c, why in result.skipped],
+            "presets": [p.name for p in job.presets],
             "changed": job.changed,
             "threshold_pct": job.threshold_pct,
             "rounds": job.rounds,
             "where": moved,
         },
     )
+    return text
+
+
+def execute_bisect(job: BisectJob) -> tuple[Path, int]:
+    """Exit 0 when the search ended certain (every gate decided, the first commit pinned, or no
+    step), 1 when it did not (an undecided gate, skipped commits around the first)."""
+    presets = [p.name for p in job.presets]
+    if job.gate is None:  # the real one: both ends must run what the presets ask for
+        ends = [hc.resolve(job.repo, job.good).sha, hc.resolve(job.repo, job.bad).sha]
+        capabilities.check_commits(job.repo, ends, job.presets)
+    gate = job.gate or real_gate(job)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = job.output_dir / f"bisect-{stamp}-{os.getpid()}"
+
+    def written(r: BisectResult) -> None:
+        if not out.is_dir():
+            out.mkdir(parents=True)
+            progress(f"the chain is written after every gate to {out}")
+        _write(job, out, r, None)
+
+    result = search(
+        job.repo,
+        job.good,
+        job.bad,
+        presets,
+        gate,
+        job.rounds,
+        on_gate=written,
+    )
+    moved = _where(job, result.first, out / "where") if result.first is not None else None
+    text = _write(job, out, result, moved)
     print(text, end="")
     print(f"bisect folder: {out}")
-    return out, EXIT_OK
+    return out, EXIT_OK if result.certain else EXIT_FAILED

@@ -28,11 +28,11 @@ from bench.base.errors import DataError, UsageError
 from bench.base.timing import wall_s
 from bench.history.commits import Commit, Selection
 from bench.history.store import Store
-from bench.real.measure import figures, values
+from bench.real.measure import figures, matched_share, values
 from bench.real.presets import RealPreset
 from bench.real.process import run_lockstep
 from bench.real.run import job, prepare
-from bench.stats import median
+from bench.stats.paired import round_ratio
 
 DEFAULT_ROUNDS = 5
 DEFAULT_BATCH = (
@@ -98,12 +98,11 @@ class Plan:
 
 
 def paired_ratio(cand: Sequence[float], anchor: Sequence[float]) -> float:
-    """The median of value-by-value ratios (value i of both covers the same iterations of the
-    same request stream)."""
-    n = min(len(cand), len(anchor))
-    if n == 0:
+    """The round's change (bench.stats.paired, the gate's statistic): the ratio of the two
+    processes' mean iteration, each over all its values."""
+    if not cand or not anchor:
         raise DataError("no values to pair")
-    return median([c / a for c, a in zip(cand[:n], anchor[:n], strict=True)])
+    return round_ratio(cand, anchor)
 
 
 def _figures_us(out: dict[str, Any]) -> dict[str, float]:
@@ -111,16 +110,24 @@ def _figures_us(out: dict[str, Any]) -> dict[str, float]:
 
 
 def round_entry(
-    out: dict[str, Any], anchor_out: dict[str, Any], preset: RealPreset, rid: int, cost_s: float
+    out: dict[str, Any],
+    anchor_out: dict[str, Any],
+    preset: RealPreset,
+    rid: int,
+    cost_s: float,
+    twins: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """One commit's figures in one round, beside the anchor's; `cost_s`: the round's wall time
     over the commits it measured (the anchor's two processes included)."""
     mine = values(out["records"], preset.iterations).get("iteration", [])
+    for twin in twins:  # the commit's second process in a one-commit batch
+        mine = mine + values(twin["records"], preset.iterations).get("iteration", [])
     theirs = values(anchor_out["records"], preset.iterations).get("iteration", [])
     own, anchor = _figures_us(out), _figures_us(anchor_out)
     return {
         "round": rid,
         "ratio": paired_ratio(mine, theirs),
+        "matched": round(matched_share(out["records"], anchor_out["records"]), 4),
         "us": own.get("iteration", math.nan),
         "anchor_us": anchor.get("iteration", math.nan),
         "phases_us": {k: v for k, v in own.items() if k != "iteration"},
@@ -140,7 +147,8 @@ def _record(store: Store, commit: Commit, how: str) -> dict[str, Any]:
 
 
 def todo(plan: Plan, store: Store) -> list[Commit]:
-    """The selected commits that still lack rounds (a failed one is not tried again)."""
+    """The selected commits that still lack rounds (one that failed in this call is not tried
+    again in it: `retry_failed` clears the mark when the next call starts)."""
     out = []
     for c in plan.selection.commits:
         rec = store.load(c.sha)
@@ -148,6 +156,23 @@ def todo(plan: Plan, store: Store) -> list[Commit]:
             continue
         out.append(c)
     return out
+
+
+def unmeasured(plan: Plan, store: Store) -> list[Commit]:
+    """The selected commits short of their rounds, failed ones included."""
+    return [c for c in plan.selection.commits if store.rounds(c.sha) < plan.rounds]
+
+
+def retry_failed(plan: Plan, store: Store) -> None:
+    """A new call tries again what failed in an earlier one (an environment that did not build,
+    a driver that crashed): the failure is kept as the commit's last failure, the rounds it had
+    measured are kept."""
+    for c in plan.selection.commits:
+        rec = store.load(c.sha)
+        if rec and rec.get("failed") and len(rec.get("rounds", [])) < plan.rounds:
+            rec["last_failure"] = rec.pop("failed")
+            rec["attempts"] = int(rec.get("attempts", 1)) + 1
+            store.save(rec)
 
 
 def _prepare(plan: Plan, store: Store, c: Commit) -> Member | None:
@@ -158,7 +183,7 @@ def _prepare(plan: Plan, store: Store, c: Commit) -> Member | None:
         rec = _record(store, c, plan.mode)
         rec["failed"] = f"cannot be run: {exc}"
         store.save(rec)
-        progress(f"{c.short}: {exc} (left out)")
+        progress(f"{c.short}: {exc} (tried again on the next call)")
         return None
     rec = _record(store, c, plan.mode)
     rec["prepare_s"] = round(wall_s() - t0, 1)
@@ -185,6 +210,7 @@ def measure(plan: Plan, store: Store) -> dict[str, Any]:
     """Measure what the store lacks, a pass at a time (every commit short of rounds gets one
     round per pass, in freshly shuffled batches); returns what happened ({'left': commits not
     measured for want of budget, 'rounds_run', 'wall_s'})."""
+    retry_failed(plan, store)
     manifest = store.manifest()
     rng = random.Random(plan.seed + int(manifest.get("next_round", 0)))
     started = wall_s()
@@ -210,6 +236,8 @@ def measure(plan: Plan, store: Store) -> dict[str, Any]:
             if not members:
                 continue
             group = [anchor, Member(anchor.commit, anchor.revision, copy=True), *members]
+            if len(members) == 1:  # its twin, so that no code follows only the other's
+                group.append(Member(members[0].commit, members[0].revision, copy=True))
             if plan.budget_s is not None and per_process is not None:
                 spent = wall_s() - started
                 if spent + per_process * len(group) > plan.budget_s:
@@ -243,14 +271,15 @@ def _round(plan: Plan, store: Store, group: list[Member], members: list[Member])
     anchor_rec = _record(store, plan.selection.anchor, plan.mode)
     anchor_rec["rounds"].append(round_entry(copy_out, anchor_out, plan.preset, rid, 0.0))
     store.save(anchor_rec)
-    for m, out in zip(members, outs[2:], strict=True):
+    twins = [o for o in outs[2 + len(members) :] if o.get("ok")]
+    for m, out in zip(members, outs[2 : 2 + len(members)], strict=True):
         rec = _record(store, m.commit, plan.mode)
         if not out.get("ok"):
             rec["failed"] = f"its driver failed: {out.get('message')}"
-            progress(f"{m.commit.short}: {rec['failed']} (left out)")
+            progress(f"{m.commit.short}: {rec['failed']} (tried again on the next call)")
         elif len(rec["rounds"]) < plan.rounds:
             rec["rounds"].append(
-                round_entry(out, anchor_out, plan.preset, rid, wall / len(members))
+                round_entry(out, anchor_out, plan.preset, rid, wall / len(members), twins)
             )
         store.save(rec)
     store.save_manifest(manifest)
@@ -259,7 +288,7 @@ def _round(plan: Plan, store: Store, group: list[Member], members: list[Member])
 
 def _summary(plan: Plan, store: Store, started: float, rounds_run: int) -> dict[str, Any]:
     return {
-        "left": [c.sha for c in todo(plan, store)],
+        "left": [c.sha for c in unmeasured(plan, store)],
         "rounds_run": rounds_run,
         "wall_s": round(wall_s() - started, 1),
     }

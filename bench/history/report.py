@@ -52,16 +52,28 @@ def step_text(s: FoundStep) -> str:
         f"{p.phase} {p.us:+,.1f} µs [{p.low:+,.1f}, {p.high:+,.1f}]" for p in s.phases
     )
     return (
-        f"{s.commit.short} ({s.commit.subject[:60]}): {st.pct:+.2f}% [{st.pct_low:+.2f}, "
+        f"{s.commit.short} ({s.commit.subject[:60]}), {location_text(s)}: "
+        f"{st.pct:+.2f}% [{st.pct_low:+.2f}, "
         f"{st.pct_high:+.2f}], {s.us:+,.1f} µs per iteration [{s.us_low:+,.1f}, "
         f"{s.us_high:+,.1f}]{share}" + (f"; phases moved: {phases}" if phases else "")
     )
 
 
+def location_text(s: FoundStep) -> str:
+    """Where the data place a step: after one commit, at or before another, and how many
+    selected commits in between were not measured."""
+    after = s.earliest_before or s.before
+    latest = s.latest or s.commit
+    gap = f" ({s.not_measured} commit(s) not measured)" if s.not_measured else ""
+    return f"after {after.short}, at or before {latest.short}{gap}"
+
+
 def _noise_text(curve: Curve) -> str:
+    offset = math.expm1(curve.aa_offset) * 100
+    applied = "a step must exceed it" if curve.offset_applies else "within noise, not applied"
     return (
-        f"resolution ±{curve.resolution_pct:.2f}% (a step mid-range, 95%), A/A offset "
-        f"{math.expm1(curve.aa_offset) * 100:+.2f}%"
+        f"smallest step found 80% of the time ±{curve.resolution_pct:.2f}% (mid-range), "
+        f"A/A offset {offset:+.2f}% ({applied})"
     )
 
 

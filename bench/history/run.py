@@ -147,7 +147,11 @@ def _measure(job: HistoryJob, sel: hc.Selection, where: Path) -> int:
         done = hm.measure(plan, store)
         if done["left"]:
             status = EXIT_FAILED
-            hm.progress(f"{line.name}: {len(done['left'])} commit(s) still to measure")
+            failed = sum(bool((store.load(sha) or {}).get("failed")) for sha in done["left"])
+            hm.progress(
+                f"{line.name}: {len(done['left'])} selected commit(s) short of their rounds "
+                f"({failed} failed: tried again when the same command is run again); exit 1"
+            )
     return status
 
 

@@ -1,20 +1,22 @@
 """`python -m bench gate --real PATH --base REV --head REV`: two revisions' own schedulers,
 gated on their cost per iteration.
 
-The revisions cannot share an interpreter, so each round starts one driver process per side
-(base, candidate, and an A/A copy of the candidate) per preset, together, and lets them measure
-their windows in turns (bench.real.process, lockstep: window i of every side within a second or
-so of the others', in a seeded shuffled order, never at the same time): value i of every side
-comes from the same round, moments apart, and covers the same iterations of the same request
-stream. The judgement is the wall gate's own (bench.gate.judge.WallRule): per round the
-median of the value-by-value ratios and differences, over rounds the median with a bootstrap
-CI; a benchmark fails when its slowdown is significant and beyond its bound, the larger of the
-threshold and what the A/A copy moved. The threshold is a share of the iteration (percent), and
-optionally µs per iteration or a share of the forward (the preset's forward time).
+The revisions cannot share an interpreter, so each round starts four driver processes per
+preset, together: the baseline, a copy of it, the candidate and a copy of it (SIDES), and lets
+them measure their iterations in turns (bench.real.process, lockstep: iteration i of every
+process within a second or so of the others', in a balanced order, never at the same time):
+value i of every process comes from the same round, moments apart, and covers the same
+iteration of the same request stream. The statistic is bench.stats.paired's, the one run and
+history use: per round the ratio of the candidate processes' mean iteration to the baseline
+ones', over rounds the mean log ratio with a t interval. The A/A contrast is the copies against
+the first two (one of each code on each side). A preset fails when its slowdown is significant
+and beyond its bound, the larger of the threshold and what the A/A contrast moved. The threshold
+is a share of the iteration (percent), and optionally µs per iteration or a share of the forward
+(the preset's forward time).
 
-gate.md and gate.json say what was stubbed and replaced in the revisions, and the gate's
-measured resolution: the half-width of the A/A copy's interval, the smallest change the job
-could have told from identical code.
+gate.md and gate.json say what was stubbed and replaced in the revisions; the gate's measured
+resolution (the A/A contrast's interval) and the smallest change it would flag 80% of the time;
+how many iterations of each pair did the same thing (the matched share) and how the turns fell.
 """
 
 from __future__ import annotations
@@ -27,24 +29,30 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench import stats
 from bench.base.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError
 from bench.base.names import BenchName
 from bench.base.storage import ROOT, write_atomic, write_json
-from bench.gate.judge import Judgement, Sides, UnitThreshold, WallRule
+from bench.gate.judge import Judgement, UnitThreshold
 from bench.gate.render import render_markdown, render_terminal
 from bench.real import presets as rp
-from bench.real.measure import values
+from bench.real.measure import MIN_MATCHED_SHARE, matched_share, values
 from bench.real.presets import RealPreset
-from bench.real.process import run_lockstep
+from bench.real.process import predecessors, run_lockstep
 from bench.real.profile.render import where_section
 from bench.real.profile.run import where_moved
 from bench.real.run import Revision, job, prepare, progress
+from bench.stats.classify import gate_verdict
+from bench.stats.paired import PairedChange, paired_change
 
 SCHEMA = "reqstate-bench-gate/1"
 # The judgement's test is Wilcoxon's signed-rank over rounds (bench.stats.robust.compare): with
 # fewer than 6 rounds no outcome reaches p < 0.05, so a smaller gate could never fail.
 MIN_ROUNDS = 6
-SIDES = ("base", "candidate", "aa")
+# Four processes a round: the baseline twice and the candidate twice, so that the A/A contrast
+# (the copies against the first two, one of each code on each side) has the change's variance
+# and the turn order favours no code (bench.real.process.turn_orders).
+SIDES = ("base", "base_copy", "candidate", "candidate_copy")
 GATED_METRIC = "iteration"
 INFO_METRICS = ("decode", "extend")
 WHERE_ROWS = 5  # gate.md's rows of the functions whose time moved
@@ -71,91 +79,183 @@ def bench_name(preset: str, metric: str = GATED_METRIC) -> str:
     return str(BenchName.of("real", "scheduler", preset=preset, metric=metric))
 
 
-def _forward_s(name: str) -> float | None:
-    preset = BenchName.parse(name).get("preset")
-    try:
-        return rp.get(preset).forward_ms / 1e3 if preset else None
-    except ValueError:
-        return None
+def _code(side: str) -> str:
+    return "candidate" if side.startswith("candidate") else "base"
+
+
+def _pairing(records: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
+    """One round's matched shares: the candidate's iterations against the baseline's, and the
+    baseline's copy against the baseline (what identical code matches)."""
+    return {
+        "base~candidate": matched_share(records["base"], records["candidate"]),
+        "base~base_copy": matched_share(records["base"], records["base_copy"]),
+    }
+
+
+def _followed(turns: list[int]) -> dict[str, float]:
+    """Per side, the share of its measured turns that came right after candidate code."""
+    out = {}
+    for i, row in predecessors(turns).items():
+        total = sum(row.values())
+        cand = sum(n for j, n in row.items() if _code(SIDES[j]) == "candidate")
+        out[SIDES[i]] = cand / total if total else 0.0
+    return out
 
 
 def measure(
     cfg: RealGate, sides: dict[str, Revision]
-) -> tuple[dict[str, dict[str, list[float]]], dict[str, Any]]:
-    """Values per side and benchmark, round by round; and what the processes reported."""
+) -> tuple[dict[str, dict[str, list[list[float]]]], dict[str, Any]]:
+    """Values per side and benchmark, a list per round; and what the processes reported (what
+    was stubbed and replaced, each round's matched shares and turn order)."""
     rng = random.Random(cfg.seed)
-    out: dict[str, dict[str, list[float]]] = {s: {} for s in SIDES}
-    seen: dict[str, Any] = {"stubbed": {}, "replaced": {}, "processes": 0}
+    out: dict[str, dict[str, list[list[float]]]] = {s: {} for s in SIDES}
+    seen: dict[str, Any] = {
+        "stubbed": {},
+        "replaced": {},
+        "processes": 0,
+        "matched": {},
+        "followed_candidate": {},
+    }
     index = 0
     for r in range(cfg.rounds):
         for preset in cfg.presets:
             progress(
-                f"gate round {r + 1}/{cfg.rounds}, {preset.name}: base, candidate, A/A in lockstep"
+                f"gate round {r + 1}/{cfg.rounds}, {preset.name}: base, its copy, candidate and "
+                "its copy in lockstep"
             )
             units = []
             for k, side in enumerate(SIDES):
-                rev = sides["candidate" if side == "aa" else side]
+                rev = sides[_code(side)]
                 units.append((rev.env, rev.tree, job(rev, preset, seed=cfg.seed, worker=index + k)))
             index += len(SIDES)
-            results = run_lockstep(units, rng)
+            turns: list[int] = []
+            results = run_lockstep(units, rng, turns=turns)
+            records = {}
             for side, res in zip(SIDES, results, strict=True):
-                rev = sides["candidate" if side == "aa" else side]
+                rev = sides[_code(side)]
                 if not res.get("ok"):
                     raise DataError(
                         f"{side} ({rev.source.label}) {preset.name}: {res.get('message')}"
                     )
+                records[side] = res["records"]
                 vals = values(res["records"], preset.iterations)
                 for metric in (GATED_METRIC, *INFO_METRICS):
-                    if metric in vals:
-                        out[side].setdefault(bench_name(preset.name, metric), []).extend(
-                            vals[metric]
-                        )
+                    out[side].setdefault(bench_name(preset.name, metric), []).append(
+                        vals.get(metric, [])
+                    )
                 seen["processes"] += 1
                 for m, imp in res.get("stubbed", {}).items():
                     seen["stubbed"].setdefault(m.partition(".")[0], imp)
                 for line in res.get("replaced", []):
                     seen["replaced"][line] = None
+            seen["matched"].setdefault(preset.name, []).append(_pairing(records))
+            seen["followed_candidate"].setdefault(preset.name, []).append(_followed(turns))
     return out, seen
 
 
-def judge(cfg: RealGate, vals: dict[str, dict[str, list[float]]]) -> list[Judgement]:
+def _joined(*sides: list[list[float]]) -> list[list[float]]:
+    """Round k of several sides' processes, as one list of values."""
+    return [[x for side in parts for x in side] for parts in zip(*sides, strict=True)]
+
+
+def contrasts(
+    vals: dict[str, dict[str, list[list[float]]]], name: str
+) -> tuple[PairedChange, PairedChange]:
+    """The change (both candidate processes against both baseline ones, per round) and the
+    A/A contrast of the same shape: the two copies against the two first processes, one of
+    each code on each side, so identical code in identical numbers, with the change's own
+    variance."""
+    got = {s: vals.get(s, {}).get(name) for s in SIDES}
+    missing = [s for s, v in got.items() if not v or not all(v)]
+    if missing:
+        raise DataError(f"{name}: no values from {', '.join(missing)}; the gate cannot judge it")
+    b, bc, c, cc = (got[s] or [] for s in SIDES)
+    change = paired_change(_joined(c, cc), _joined(b, bc))
+    same = paired_change(_joined(bc, cc), _joined(b, c))
+    return change, same
+
+
+def _side_s(rounds: list[list[float]]) -> float:
+    return stats.median([sum(r) / len(r) for r in rounds])
+
+
+def judge(cfg: RealGate, vals: dict[str, dict[str, list[list[float]]]]) -> list[Judgement]:
+    """Per preset: the change of the mean iteration (bench.stats.paired), its bound the larger of
+    the threshold and what identical code moved in this job, significant when its 95% interval
+    over rounds excludes zero; in µs the same (the mean of the rounds' differences)."""
     units = UnitThreshold(
         seconds=None if cfg.threshold_us is None else cfg.threshold_us / 1e6,
         share=None if cfg.threshold_share_pct is None else cfg.threshold_share_pct / 100,
     )
     out = []
     for preset in cfg.presets:
-        rule = WallRule(preset.values, True, units, forward=_forward_s)
         name = bench_name(preset.name)
-        base, cand = vals["base"].get(name), vals["candidate"].get(name)
-        if not base or not cand:
-            raise DataError(f"{name}: no values on one side; the gate cannot judge it")
-        out.append(rule.judge(name, Sides(base, cand, vals["aa"].get(name)), cfg.threshold_pct))
+        change, same = contrasts(vals, name)
+        noise = abs(same.pct)
+        bound = max(cfg.threshold_pct, noise)
+        verdict = gate_verdict(change.pct, bound, significant=change.significant)
+        forward = preset.forward_ms / 1e3
+        bound_s = units.bound_s(forward)
+        if bound_s is not None:
+            bound_s = max(bound_s, abs(same.difference))
+            significant = not change.difference_low <= 0.0 <= change.difference_high
+            verdict = gate_verdict(change.difference, bound_s, significant=significant)
+        out.append(
+            Judgement(
+                name,
+                _side_s(_joined(vals["base"][name], vals["base_copy"][name])),
+                _side_s(_joined(vals["candidate"][name], vals["candidate_copy"][name])),
+                change.ratio,
+                change.ratio_low,
+                change.ratio_high,
+                change.p_value,
+                cfg.threshold_pct,
+                noise,
+                bound,
+                verdict,
+                change_s=change.difference,
+                change_s_low=change.difference_low,
+                change_s_high=change.difference_high,
+                forward_s=forward,
+                bound_s=bound_s,
+                min_detectable_pct=change.min_detectable_pct,
+            )
+        )
     return out
 
 
 def resolution(
-    cfg: RealGate, vals: dict[str, dict[str, list[float]]]
+    cfg: RealGate, vals: dict[str, dict[str, list[list[float]]]]
 ) -> dict[str, dict[str, float]]:
-    """Per preset, what identical code moved in this job: the A/A copy's change and the
-    half-width of its interval (percent of the iteration, and µs)."""
+    """Per preset, what identical code moved in this job (the A/A contrast's change and the
+    half-width of its interval, percent of the iteration and µs) and the smallest change the
+    job would flag 80% of the time."""
     out = {}
     for preset in cfg.presets:
-        name = bench_name(preset.name)
-        aa, cand = vals["aa"].get(name), vals["candidate"].get(name)
-        if not aa or not cand:
+        try:
+            change, same = contrasts(vals, bench_name(preset.name))
+        except DataError:
             continue
-        rule = WallRule(preset.values, True, UnitThreshold(), forward=_forward_s)
-        j = rule.judge(name, Sides(cand, aa, None), 0.0)
-        half_pct = (j.ci_high - j.ci_low) / 2 * 100
-        half_us = None
-        if j.change_s_low is not None and j.change_s_high is not None:
-            half_us = (j.change_s_high - j.change_s_low) / 2 * 1e6
         out[preset.name] = {
-            "aa_change_pct": j.change_pct,
-            "aa_half_width_pct": half_pct,
-            "aa_half_width_us": half_us if half_us is not None else float("nan"),
+            "aa_change_pct": same.pct,
+            "aa_half_width_pct": (same.ratio_high - same.ratio_low) / 2 * 100,
+            "aa_half_width_us": (same.difference_high - same.difference_low) / 2 * 1e6,
+            "min_detectable_pct": change.min_detectable_pct,
         }
+    return out
+
+
+def pairing(seen: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per preset, the lowest matched share over rounds of each pair, and the turns' balance:
+    the share of each side's turns that followed candidate code."""
+    out: dict[str, dict[str, float]] = {}
+    for preset, rounds in seen.get("matched", {}).items():
+        row = {k: min(r[k] for r in rounds) for k in rounds[0]} if rounds else {}
+        for f in seen.get("followed_candidate", {}).get(preset, []):
+            for side, share in f.items():
+                row.setdefault(f"followed_candidate:{side}", 0.0)
+                row[f"followed_candidate:{side}"] += share / len(seen["followed_candidate"][preset])
+        out[preset] = row
     return out
 
 
@@ -167,8 +267,11 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
     for preset, r in meta.get("resolution", {}).items():
         lines.append(
             f"- {preset}: resolution (identical code, A/A): {r['aa_change_pct']:+.2f}%, its 95% "
-            f"interval ±{r['aa_half_width_pct']:.2f}% (±{r['aa_half_width_us']:,.1f} µs per iteration)"
+            f"interval ±{r['aa_half_width_pct']:.2f}% (±{r['aa_half_width_us']:,.1f} µs per "
+            f"iteration); smallest change flagged 80% of the time: ±{r['min_detectable_pct']:.2f}%"
         )
+    for preset, p in meta.get("pairing", {}).items():
+        lines.append(pairing_line(preset, p))
     for preset, w in meta.get("moved", {}).items():
         lines += ["", f"**Where it moved** ({preset}, py-spy at {w['rate_hz']} Hz):", ""]
         lines += [*where_section(w, WHERE_ROWS), ""]
@@ -181,6 +284,25 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
             + "; ".join(f"{m} (imported by {i})" for m, i in sorted(stubbed.items()))
         )
     return lines
+
+
+def pairing_line(preset: str, p: dict[str, float]) -> str:
+    """The pairing check's line: matched shares (lowest round) and the turns' balance."""
+    weak = ""
+    if p.get("base~candidate", 1.0) < MIN_MATCHED_SHARE:
+        weak = (
+            f" (below {MIN_MATCHED_SHARE:.0%}: the sides served the stream differently; each "
+            "round is judged on each side's own mean, which the statistic is in any case)"
+        )
+    turns = ", ".join(
+        f"{k.split(':', 1)[1]} {v:.0%}" for k, v in p.items() if k.startswith("followed_candidate:")
+    )
+    return (
+        f"- {preset}: iterations matched (mode, batch, received, finished), lowest round: "
+        f"candidate {p.get('base~candidate', float('nan')):.1%}, baseline copy "
+        f"{p.get('base~base_copy', float('nan')):.1%} of the baseline's{weak}; turns right after "
+        f"candidate code: {turns}"
+    )
 
 
 def run(
@@ -211,6 +333,8 @@ def run(
         "candidate": head.source.label,
         "real": True,
         "resolution": resolution(cfg, vals),
+        "pairing": pairing(seen),
+        "statistic": "per round the ratio of mean iterations; over rounds the mean log ratio, t",
         "stubbed": seen["stubbed"],
         "replaced": list(seen["replaced"]),
         "revisions": {"base": base.meta(), "candidate": head.meta()},
@@ -249,7 +373,7 @@ def run(
             f.write(markdown)
     print(render_terminal(judgements, "wall", status))
     for line in real_markdown(meta)[1:]:
-        if "resolution" in line:
+        if "resolution" in line or "matched" in line:
             print(line.removeprefix("- "))
     print(f"gate result: {json_out}\ngate markdown: {markdown_out}")
     return EXIT_FAILED if status == "regression" else EXIT_OK

@@ -120,3 +120,20 @@ def drift(series: list[float]) -> float | None:
     near 0 when the process measured a steady state, near +1 when its cost rose with its age.
     None below 4 values."""
     return rank_trend(series)
+
+
+PAIRING_KEYS = ("mode", "batch", "received", "finished")
+# Below this share of matched iterations two processes did not serve the same stream in step:
+# their iterations are compared as each side's mean, the figure the gate judges in any case.
+MIN_MATCHED_SHARE = 0.9
+
+
+def matched_share(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> float:
+    """The share of measured iterations where two processes did the same thing: the same kind
+    of iteration, batch size, requests received and finished so far (bench.real.driver.loop's
+    record), position by position, over the longer of the two."""
+    n = max(len(a), len(b))
+    if n == 0:
+        return 1.0
+    same = sum(all(x.get(k) == y.get(k) for k in PAIRING_KEYS) for x, y in zip(a, b, strict=False))
+    return same / n

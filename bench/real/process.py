@@ -10,8 +10,12 @@ started at once, built and warmed up until its KV cache is steady; each says `@s
 iteration it settled at) and waits; once all have, the harness names the latest, K, and every
 process warms up to iteration K, so all measure the same iterations of the request stream.
 Then they measure their windows in turns: before window i each driver says `@window i` and
-waits; the harness lets each go in a seeded shuffled order, waiting for it to reach its next
-window before the next one goes. So window i of every
+waits; the harness lets each go in turn, waiting for it to reach its next window before the
+next one goes. The turns' orders are a Williams design over the processes (`turn_orders`, the
+processes relabelled at random on every pass through the design): every process follows every other equally
+often, so no side's iterations follow one kind of code more than another's do (a seeded shuffle
+with an A/A copy of the candidate put candidate code before the baseline 8 times in 9, before
+the candidate 4 in 9). So window i of every
 revision is measured within a second or so of the others', never at the same time (the one
 measuring has the machine; the others sleep), and a slow drift of the machine, which moves a
 shared 2-core host by ±10% over seconds to minutes here, lands on every revision alike.
@@ -19,6 +23,7 @@ shared 2-core host by ±10% over seconds to minutes here, lands on every revisio
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -28,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -160,17 +165,58 @@ def run_one(
     return out
 
 
+def williams_rows(n: int) -> list[list[int]]:
+    """A Williams design: orders of 0..n-1 in which every ordered pair (a before b, adjacent)
+    occurs equally often (once in n rows for even n; twice in 2n rows, each row and its reverse,
+    for odd n)."""
+    if n <= 1:
+        return [list(range(n))]
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    return rows if n % 2 == 0 else rows + [list(reversed(row)) for row in rows]
+
+
+def turn_orders(n: int, rng: random.Random) -> Iterator[list[int]]:
+    """The order of every turn, endlessly: the Williams rows, each pass through them under a new
+    random relabelling of the n processes (within a row every process follows every other
+    equally often; from one row's last to the next row's first is then random too)."""
+    rows = williams_rows(n)
+    label = list(range(n))
+    while True:
+        rng.shuffle(label)
+        for row in rows:
+            yield [label[x] for x in row]
+
+
+def predecessors(turns: Sequence[int]) -> dict[int, dict[int, int]]:
+    """For each process, how many of its turns followed each other process's (the turns in the
+    order they ran; a process following itself is counted too)."""
+    out: dict[int, dict[int, int]] = {}
+    for before, now in itertools.pairwise(turns):
+        row = out.setdefault(now, {})
+        row[before] = row.get(before, 0) + 1
+    return out
+
+
 def run_lockstep(
     units: Sequence[tuple[Env, Path | None, dict[str, Any]]],
     rng: random.Random,
     *,
     timeout: float = DEFAULT_TIMEOUT_S,
     on_settled: Callable[[Sequence[DriverProcess]], None] | None = None,
+    turns: list[int] | None = None,
 ) -> list[dict[str, Any]]:
     """Every unit's driver, started together, its measured windows taken in turns (see the
     module's docstring); the outputs in the units' order. A process that dies or fails ends
     its own turns; the others go on. `on_settled` is called with the processes once all have
-    settled, before any goes on to measure (a profiler attaches there)."""
+    settled, before any goes on to measure (a profiler attaches there). `turns`, if given,
+    receives the unit index of every measured window in the order they ran."""
     events: queue.Queue[tuple[int, str]] = queue.Queue()
     procs: list[DriverProcess] = []
     pending: dict[int, list[str]] = {i: [] for i in range(len(units))}
@@ -200,13 +246,15 @@ def run_lockstep(
                 procs[i].go(f"start {start}")
             for i in settled:
                 state[i] = next_event(i)  # at its first window
+        orders = turn_orders(len(procs), rng)
         while True:
-            turn = [i for i, where in state.items() if where not in ("end", "exit")]
-            if not turn:
+            live = {i for i, where in state.items() if where not in ("end", "exit")}
+            if not live:
                 break
-            rng.shuffle(turn)
-            for i in turn:
+            for i in (i for i in next(orders) if i in live):
                 procs[i].go()
+                if turns is not None:
+                    turns.append(i)
                 state[i] = next_event(i)
         return [p.result(timeout=120) for p in procs]
     except (TimeoutError, queue.Empty):

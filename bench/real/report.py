@@ -34,6 +34,7 @@ from bench.real.driver.phases import PHASES
 from bench.real.folder import RAW, load_manifest
 from bench.real.measure import ProcessSummary
 from bench.report.markup import Html, page, pre, section, table, tag, void
+from bench.stats import paired
 
 SUMMARY = "summary.md"
 REPORT = "report.html"
@@ -224,14 +225,43 @@ def tracked_text(cell: Cell) -> str:
     return f"{stats.median(vals):,.1f}" if vals else "n/a"
 
 
+def _rounds(a: Cell, b: Cell, metric: str) -> list[tuple[float, float]]:
+    """Round k pairs process k of each (both over the same iterations of the same request
+    stream, moments apart): each process's mean over its measured iterations."""
+    return list(zip(a.figures(metric), b.figures(metric), strict=False))
+
+
 def paired_difference(
     a: Cell, b: Cell, metric: str = "iteration"
 ) -> tuple[float, float, float] | None:
-    """b - a, in seconds: round k pairs process k of each (both over the same iterations of the
-    same request stream, moments apart); the mean of the rounds' differences with a 95% t
-    interval over rounds."""
-    rounds = [y - x for x, y in zip(a.figures(metric), b.figures(metric), strict=False)]
-    return stats.mean_t_ci(rounds) if rounds else None
+    """b - a, in seconds: the mean of the rounds' differences of means with a 95% t interval
+    over rounds (bench.stats.paired, the gate's and the history's statistic)."""
+    rounds = [y - x for x, y in _rounds(a, b, metric)]
+    if not rounds:
+        return None
+    r = paired.over_rounds(rounds)
+    return r.mean, r.low, r.high
+
+
+def paired_change_pct(
+    a: Cell, b: Cell, metric: str = "iteration"
+) -> tuple[float, float, float] | None:
+    """b against a, in percent: exp of the mean over rounds of log(mean b / mean a), its t
+    interval (the gate's statistic)."""
+    logs = [math.log(y / x) for x, y in _rounds(a, b, metric) if x > 0 and y > 0]
+    if not logs:
+        return None
+    r = paired.over_rounds(logs)
+    return tuple(math.expm1(v) * 100 for v in (r.mean, r.low, r.high))  # type: ignore[return-value]
+
+
+def _pct(d: tuple[float, float, float] | None) -> str:
+    if d is None:
+        return "n/a"
+    if math.isnan(d[1]):
+        return f"{d[0]:+.2f}%"
+    zero = "¹" if d[1] <= 0 <= d[2] else ""
+    return f"{d[0]:+.2f}% [{d[1]:+.2f}, {d[2]:+.2f}]{zero}"
 
 
 def _delta(d: tuple[float, float, float] | None) -> str:
@@ -274,8 +304,9 @@ def difference_lines(data: RealData) -> list[str]:
     out = [
         f"Δ against {base}, paired per round (µs; ¹ the interval includes zero):",
         "",
-        "| preset | revision | per iteration | per decode iteration | phase that moved most |",
-        "|---|---|---:|---:|---|",
+        "| preset | revision | per iteration | per iteration, % | per decode iteration "
+        "| phase that moved most |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for preset in data.presets:
         a = data.cell(base, preset)
@@ -287,6 +318,7 @@ def difference_lines(data: RealData) -> list[str]:
             )
             out.append(
                 f"| {preset} | {rev} | {_delta(paired_difference(a, b))} "
+                f"| {_pct(paired_change_pct(a, b))} "
                 f"| {_delta(paired_difference(a, b, 'decode'))} | {phase} |"
             )
     return out

@@ -161,6 +161,45 @@ def detect(
     return Fit(tuple(segments), tuple(kept), tuple(candidates), pen)
 
 
+Z80 = 0.841621  # the standard normal's 0.80 quantile
+CHI2_95 = 3.841459  # one degree of freedom
+
+
+def min_detectable(points: Sequence[Point], penalty: float, offset: float = 0.0) -> float:
+    """The smallest step (log space) at a boundary in the middle of this series that the fit
+    finds 80% of the time: the boundary's cost reduction, (size / sd)^2 with sd the spread of
+    the difference of the two halves' weighted means, must clear the penalty, so the size must
+    reach (sqrt(penalty) + z_0.80) sd; and, where an offset applies, that offset plus z_0.80 sd.
+    tests/test_history_steps.py checks the 80% by simulation."""
+    n = len(points)
+    if n < 2:
+        return math.inf
+    half = n // 2
+    sd = math.sqrt(
+        1.0 / sum(1.0 / p.var for p in points[:half])
+        + 1.0 / sum(1.0 / p.var for p in points[half:])
+    )
+    return max((math.sqrt(penalty) + Z80) * sd, abs(offset) + Z80 * sd)
+
+
+def location(points: Sequence[Point], fit: Fit, step: Step) -> tuple[int, int]:
+    """The boundaries (indices into points) the data cannot tell from the fitted one: moving
+    the step between its neighbouring segments' outer ends, those whose fit costs less than
+    one chi-square degree of freedom's 95% point more than the best."""
+    before = next(s for s in fit.segments if s.end == step.index)
+    after = next(s for s in fit.segments if s.start == step.index)
+    lo, hi = before.start, after.end
+
+    def cost(i: int, j: int) -> float:
+        seg = _segment(points, i, j)
+        return sum((p.y - seg.mean) ** 2 / max(p.var, 1e-18) for p in points[i:j])
+
+    costs = {j: cost(lo, j) + cost(j, hi) for j in range(lo + 1, hi)}
+    best = min(costs.values())
+    near = [j for j, c in costs.items() if c - best <= CHI2_95]
+    return min(near), max(near)
+
+
 def resolution(points: Sequence[Point]) -> float:
     """The smallest step (log space) a 95% interval could tell from zero at a boundary in the
     middle of this series: Z95 x sqrt(var of each half's weighted mean)."""
