@@ -117,9 +117,12 @@ def build(
     aa_var = _var(aa_logs)
     noise = max((v for v in (pooled, aa_var) if not math.isnan(v)), default=0.0)
     aa_offset = sum(aa_logs) / len(aa_logs) if aa_logs else 0.0
-    # The offset is a step's floor only where it is systematic: its own t interval over the A/A
-    # rounds excludes zero. Otherwise it is noise the fit's variances already hold, and using
-    # it as a floor hid every step below it (a history's ±0.58% hid all under 1.04%).
+    # The A/A offset (the copy against the anchor, both the anchor's code) is a floor only for a
+    # step from the anchor's own point, whose figure is that copy's: every other commit is
+    # measured against the same anchor processes in the same rounds, so a systematic offset of
+    # the anchor cancels in the difference of two segments of them. And only where it is
+    # systematic: its t interval over the A/A rounds excludes zero. (As a floor for every step,
+    # a history's +1.04% offset hid every step under 1.04% where ±0.58% could be seen.)
     offset_applies = len(aa_logs) > 1 and not (
         mean_t_ci(aa_logs)[1] <= 0.0 <= mean_t_ci(aa_logs)[2]
     )
@@ -136,8 +139,8 @@ def build(
     # the anchor's own record (first of rows) holds the A/A rounds: counted once
     df = sum(len(logs) - 1 for _c, _r, logs in rows)
     offset = aa_offset if offset_applies else 0.0
-    fit = sd.detect(points, offset=offset, df=df)
-    res = math.expm1(sd.min_detectable(points, fit.penalty, offset)) * 100
+    fit = sd.detect(points, offset=offset, df=df, offset_at=(1,))
+    res = math.expm1(sd.min_detectable(points, fit.penalty)) * 100
     recs = [r for _c, r, _l in rows]
     found = tuple(
         _found(s, fit, points, measured, recs, order, anchor_us, forward_ms) for s in fit.steps

@@ -92,13 +92,15 @@ def _pairing(records: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
     }
 
 
-def _followed(turns: list[int]) -> dict[str, float]:
-    """Per side, the share of its measured turns that came right after candidate code."""
+def followed_other(turns: list[int]) -> dict[str, float]:
+    """Per side, the share of its measured turns that came right after the other code's
+    process (the baseline's after the candidate's and the other way round). With a copy of the
+    candidate alone and shuffled turns the baseline's was 8/9 and the candidate's 4/9."""
     out = {}
     for i, row in predecessors(turns).items():
         total = sum(row.values())
-        cand = sum(n for j, n in row.items() if _code(SIDES[j]) == "candidate")
-        out[SIDES[i]] = cand / total if total else 0.0
+        other = sum(n for j, n in row.items() if _code(SIDES[j]) != _code(SIDES[i]))
+        out[SIDES[i]] = other / total if total else 0.0
     return out
 
 
@@ -114,7 +116,7 @@ def measure(
         "replaced": {},
         "processes": 0,
         "matched": {},
-        "followed_candidate": {},
+        "followed_other": {},
     }
     index = 0
     for r in range(cfg.rounds):
@@ -149,7 +151,7 @@ def measure(
                 for line in res.get("replaced", []):
                     seen["replaced"][line] = None
             seen["matched"].setdefault(preset.name, []).append(_pairing(records))
-            seen["followed_candidate"].setdefault(preset.name, []).append(_followed(turns))
+            seen["followed_other"].setdefault(preset.name, []).append(followed_other(turns))
     return out, seen
 
 
@@ -247,14 +249,15 @@ def resolution(
 
 def pairing(seen: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per preset, the lowest matched share over rounds of each pair, and the turns' balance:
-    the share of each side's turns that followed candidate code."""
+    the share of each side's turns that followed the other code (mean over rounds)."""
     out: dict[str, dict[str, float]] = {}
     for preset, rounds in seen.get("matched", {}).items():
         row = {k: min(r[k] for r in rounds) for k in rounds[0]} if rounds else {}
-        for f in seen.get("followed_candidate", {}).get(preset, []):
+        followed = seen.get("followed_other", {}).get(preset, [])
+        for f in followed:
             for side, share in f.items():
-                row.setdefault(f"followed_candidate:{side}", 0.0)
-                row[f"followed_candidate:{side}"] += share / len(seen["followed_candidate"][preset])
+                key = f"followed_other:{side}"
+                row[key] = row.get(key, 0.0) + share / len(followed)
         out[preset] = row
     return out
 
@@ -295,13 +298,13 @@ def pairing_line(preset: str, p: dict[str, float]) -> str:
             "round is judged on each side's own mean, which the statistic is in any case)"
         )
     turns = ", ".join(
-        f"{k.split(':', 1)[1]} {v:.0%}" for k, v in p.items() if k.startswith("followed_candidate:")
+        f"{k.split(':', 1)[1]} {v:.0%}" for k, v in p.items() if k.startswith("followed_other:")
     )
     return (
         f"- {preset}: iterations matched (mode, batch, received, finished), lowest round: "
         f"candidate {p.get('base~candidate', float('nan')):.1%}, baseline copy "
         f"{p.get('base~base_copy', float('nan')):.1%} of the baseline's{weak}; turns right after "
-        f"candidate code: {turns}"
+        f"the other code's: {turns}"
     )
 
 

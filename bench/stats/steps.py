@@ -147,6 +147,7 @@ def detect(
     offset: float = 0.0,
     penalty: float | None = None,
     df: int | None = None,
+    offset_at: tuple[int, ...] | None = None,
 ) -> Fit:
     """Steps in `points` (in commit order). `offset`: the systematic difference identical code
     showed (log space, the A/A copy's); a step must be larger to count. `df`: the degrees of
@@ -157,7 +158,12 @@ def detect(
     pen = penalty_for(len(points)) * (quantile / Z95) ** 2 if penalty is None else penalty
     segments = solve(points, pen)
     candidates = [_step(a, b, quantile) for a, b in itertools.pairwise(segments)]
-    kept = [s for s in candidates if not s.low <= 0.0 <= s.high and abs(s.size) > abs(offset)]
+    kept = [
+        s
+        for s in candidates
+        if not s.low <= 0.0 <= s.high
+        and (abs(s.size) > abs(offset) or (offset_at is not None and s.index not in offset_at))
+    ]
     return Fit(tuple(segments), tuple(kept), tuple(candidates), pen)
 
 
