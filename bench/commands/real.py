@@ -15,7 +15,7 @@ from bench.base.timing import wall_s
 from bench.config.budget import BUDGET_DEFAULT
 from bench.config.cliargs import SubParsers, csv_list
 from bench.core import hotpath
-from bench.real import coverage, features, freqmap, presets, source, venv
+from bench.real import coverage, features, freqmap, interleave, presets, source, venv
 from bench.real import presets as rp
 from bench.real.presets import SETTABLE
 from bench.real.run import (
@@ -338,6 +338,46 @@ def _add_features(verbs: Any) -> None:
     f.set_defaults(func=_cmd_features)
 
 
+def _cmd_interleave(args: argparse.Namespace) -> int:
+    """`real interleave BASE HEAD`: a change's size by what runs between two iterations."""
+
+    (preset,) = _presets([args.real_preset], parse_set(args.set))
+    cfg = interleave.Study(
+        base=args.source,
+        head=args.head,
+        preset=preset.in_lockstep(parse_set(args.set)),
+        others=tuple(int(x) for x in args.others),
+        rewarms=tuple(int(x) for x in args.rewarm),
+        processes=args.processes,
+        seed=args.seed,
+        interpreter=args.real_python,
+        output_dir=Path(args.output_dir),
+    )
+    return interleave.execute(cfg)
+
+
+def _add_interleave(verbs: Any) -> None:
+    i = verbs.add_parser(
+        "interleave",
+        help="one change measured with 1, 3, 7 and 11 other processes' iterations between two "
+        "of one process's, with and without a re-warm iteration, and alone (docs/REAL.md)",
+    )
+    _revision(i)
+    i.add_argument("head", metavar="HEAD", help="the other revision (PATH@REV ...)")
+    i.add_argument("--real-preset", default="prefill-chunked", help="the preset (one)")
+    i.add_argument(
+        "--others", type=csv_list, default=[str(x) for x in interleave.DEFAULT_OTHERS],
+        help="other processes between two iterations (odd: the group holds both sides equally)",
+    )  # fmt: skip
+    i.add_argument(
+        "--rewarm", type=csv_list, default=[str(x) for x in interleave.DEFAULT_REWARMS],
+        help="unrecorded iterations at each turn's start, each tried",
+    )  # fmt: skip
+    i.add_argument("--processes", type=int, default=interleave.DEFAULT_PROCESSES)
+    i.add_argument("--output-dir", default="reports")
+    i.set_defaults(func=_cmd_interleave)
+
+
 def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("real", help="the user's own SGLang scheduler on the CPU (docs/REAL.md)")
     verbs = p.add_subparsers(dest="verb", required=True)
@@ -363,3 +403,4 @@ def register(sub: SubParsers[argparse.ArgumentParser]) -> None:
     h.set_defaults(func=_cmd_hotpath)
     _add_coverage(verbs)
     _add_features(verbs)
+    _add_interleave(verbs)

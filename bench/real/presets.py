@@ -68,6 +68,8 @@ class RealPreset:
     iterations: int = 100
     values: int = 8
     lockstep_values: int = LOCKSTEP_VALUES  # values per process in lockstep (one iteration each)
+    # in lockstep, unrecorded iterations at the start of each turn (bench.real.interleave)
+    rewarm: int = 0
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def _longest(self, dist: str) -> int:
@@ -102,7 +104,7 @@ class RealPreset:
         finest turns give the most pairs for the least spread each, and every iteration of a
         revision then follows one of another's, its data out of the core's nearest caches, as
         a real scheduler's iteration follows a forward's launch work."""
-        kept = {k: v for k, v in (changed or {}).items() if k in ("iterations", "values")}
+        kept = {k: v for k, v in (changed or {}).items() if k in ("iterations", "values", "rewarm")}
         return replace(
             self, **{"iterations": LOCKSTEP_ITERATIONS, "values": self.lockstep_values, **kept}
         )
@@ -114,6 +116,7 @@ class RealPreset:
             "iterations": self.iterations,
             "freeze_gc": True,
             "settle": self.settle,
+            "rewarm_iterations": self.rewarm,
         }
 
     def server(self, seed: int) -> dict[str, Any]:
@@ -208,7 +211,8 @@ class RealPreset:
         out += self._feature_rows()
         plan = src.PLAN
         out += [
-            (k, str(getattr(self, k)), plan) for k in ("warmup", "settle", "iterations", "values")
+            (k, str(getattr(self, k)), plan)
+            for k in ("warmup", "settle", "iterations", "values", "rewarm")
         ]
         return out
 
@@ -643,7 +647,7 @@ _PRESET_KEYS: dict[str, type] = {
     "running": int, "prompts": str, "outputs": str, "chunked_prefill_size": int,
     "max_running_requests": int, "warmup": int, "iterations": int, "values": int,
     "kv_tokens": int, "overlap": bool, "mixed_chunk": bool, "speculative": str,
-    "settle": bool, "hidden_width": int, "retract_every": int,
+    "settle": bool, "hidden_width": int, "retract_every": int, "rewarm": int,
 }  # fmt: skip
 _FEATURE_KEYS: dict[str, type] = {
     f.name: (float if f.name in ORDER else type(getattr(Features(), f.name)))

@@ -233,7 +233,7 @@ def load(key: str) -> Env | None:
 def given(source: Source, interpreter: str) -> tuple[Env, Path | None, bool]:
     """An environment the user prepared (--real-python): its interpreter, nothing installed
     or probed; the default stubs."""
-    path = Path(interpreter)
+    path = Path(interpreter).absolute()  # the driver runs in another folder
     if not path.is_file() or not os.access(path, os.X_OK):
         raise UsageError(f"--real-python {interpreter}: no such interpreter")
     env = Env(

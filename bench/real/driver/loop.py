@@ -81,6 +81,10 @@ class Plan:
     # Under a sampling profiler (bench.real.profile): seconds spun in a mark at each measured
     # boundary (bench.real.driver.marks); 0 when nothing samples the process.
     profile_gap_s: float = 0.0
+    # In lockstep: iterations run at the start of each turn and not recorded, so that the
+    # recorded ones follow this process's own iteration, as a scheduler's follows its own
+    # (bench.real.interleave measured what the other processes' turns do otherwise).
+    rewarm_iterations: int = 0
 
     @property
     def measured(self) -> int:
@@ -124,6 +128,7 @@ class Steering:
     iteration: int = 0
     records: list[Record] = field(default_factory=list)
     warmup_ns: list[int] = field(default_factory=list)
+    rewarm_ns: list[int] = field(default_factory=list)  # the turns' unrecorded iterations
     # per warm-up iteration: [free tokens, evictable tokens, tokens evicted, forward mode]
     warmup_trace: list[list[Any]] = field(default_factory=list)
     settled: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +147,8 @@ class Steering:
     _retracted: int = 0
     _settle_from: tuple[int, int] = (0, 0)  # (iteration, ns) the settle state began
     _hold_until: int = 0
+    _rewarm_left: int = 0  # unrecorded iterations still to run in this turn
+    _turn_at: int = -1  # the record count the last turn was taken at
     _live: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
     _by_rid: weakref.WeakValueDictionary[str, Any] = field(
         default_factory=weakref.WeakValueDictionary
@@ -321,8 +328,17 @@ class Steering:
                 self.counter.start()
             if self.tracer is not None:
                 self.tracer.start()
-            if self.plan.lockstep and len(self.records) % self.plan.iterations == 0:
-                turn(str(len(self.records) // self.plan.iterations))
+            window = len(self.records)
+            if self._rewarm_left > 0:
+                pass  # still re-warming after this turn's start
+            elif (
+                self.plan.lockstep
+                and window % self.plan.iterations == 0
+                and window != self._turn_at
+            ):
+                turn(str(window // self.plan.iterations))
+                self._turn_at = window
+                self._rewarm_left = self.plan.rewarm_iterations
         self._t0 = now_ns()
 
     def _advance(self) -> None:
@@ -397,6 +413,14 @@ class Steering:
             fm = getattr(batch, "forward_mode", None)
             mode = getattr(fm, "name", str(fm))
             size = len(getattr(batch, "reqs", ()) or ())
+        if self.state == "measure" and self._rewarm_left > 0:
+            self._rewarm_left -= 1
+            self.rewarm_ns.append(net)
+            if self.counter is not None:
+                self.counter.cut()
+            if self.tracer is not None:
+                self.tracer.cut()
+            return
         if self.state != "measure":
             self.warmup_ns.append(net)
             self.warmup_trace.append([free, evictable, self._evicted, mode])

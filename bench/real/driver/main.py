@@ -253,6 +253,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     out["notes"] = steering.notes
     out["records"] = [dataclasses.asdict(r) for r in steering.records]
     out["warmup_ns"] = steering.warmup_ns
+    out["rewarm_ns"] = steering.rewarm_ns
     out["warmup_trace"] = steering.warmup_trace
     out["settled"] = steering.settled
     out["measure_start"] = steering.measure_start

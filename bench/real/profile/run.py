@@ -114,7 +114,8 @@ def _round(
             # the unsampled processes spin in the same marks: a core that spins between turns
             # runs the next iteration faster than one that slept, so the overhead compares
             # like with like and is the sampler's alone
-            j["plan"] = {**j["plan"], "profile_gap_s": gap_s}
+            # (no re-warm iterations: their samples would fall to the next iteration's mark)
+            j["plan"] = {**j["plan"], "profile_gap_s": gap_s, "rewarm_iterations": 0}
             units.append((rev.env, rev.tree, j))
             roles.append((r, k < cfg.profiled, worker))
     spies: dict[int, Spy] = {}
