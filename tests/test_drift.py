@@ -75,3 +75,26 @@ def test_the_precision_table_names_a_drifting_family() -> None:
     assert "+27.0% [+21.0, +33.0] DRIFTS" in html
     assert "not taken as converged" in html
     assert any("drift +27.0%" in line for line in terminal_lines(data))
+
+
+def test_processes_drifting_in_opposite_directions_are_flagged() -> None:
+    """60% of the processes rising, 40% falling: the pooled median saw no drift (0 of 60)."""
+    rng = random.Random(8)
+    flagged = 0
+    for _ in range(60):
+        procs = []
+        for k in range(10):
+            sign = 1 if k < 6 else -1
+            procs.append([1.0 * (1 + sign * 0.3 * i / 40) * rng.gauss(1, 0.02) for i in range(40)])
+        d = family_drift(procs)
+        assert d is not None
+        flagged += d.drifting
+    assert flagged >= 57
+
+
+def test_net_cost_processes_at_or_below_zero_are_counted_as_left_out() -> None:
+    procs = [[1.0, 1.1, 0.9, 1.0], [0.5, -0.1, 0.4, 0.5], [1.0, 1.0, 1.1, 0.9]]
+    d = family_drift(procs)
+    assert d is not None
+    assert d.left_out == 1
+    assert "1 left out" in d.words()

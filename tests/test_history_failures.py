@@ -247,3 +247,44 @@ def test_bisect_skips_an_unrunnable_commit_and_writes_its_chain_after_every_gate
     out["dir"] = "again"
     _f, status = hb.execute_bisect(_bisect_job(tmp_path, shas, gate, "again"))
     assert status == EXIT_OK
+
+
+def test_rounds_of_another_host_or_batch_are_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    from bench.history import run as hrun
+
+    make_repo(tmp_path / "repo", 3)
+    execute(_job(tmp_path / "repo", tmp_path, StandIn({}), rounds=2, batch=3))
+    with pytest.raises(DataError, match="batch"):
+        execute(_job(tmp_path / "repo", tmp_path, StandIn({}), rounds=2, batch=2))
+    other = {**hrun.machine(), "cpu": "another CPU"}
+    monkeypatch.setattr(hrun, "machine", lambda: other)
+    with pytest.raises(DataError, match="host"):
+        execute(_job(tmp_path / "repo", tmp_path, StandIn({}), rounds=2, batch=3))
+
+
+def test_a_measured_map_is_kept_per_preset_and_the_plain_one_not_replaced(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Whichever preset counted last used to replace the revision's map."""
+    from types import SimpleNamespace
+
+    from bench.core import hotpath
+    from bench.real import freqmap
+
+    monkeypatch.setenv("REQSTATE_CACHE", str(tmp_path / "cache"))
+    out = {"ok": True, "records": [], "calls": [], "functions": {}, "defined": {}}
+    src = SimpleNamespace(commit="a" * 40, label="sglang@aaaaaaaaaa")
+    first = freqmap.build(out, revision=src.label, preset="prefill-chunked")
+    freqmap.store(first, src)
+    plain = hotpath.measured_path(src.commit)
+    assert json.loads(plain.read_text())["preset"] == "prefill-chunked"  # the first counted
+    freqmap.store(freqmap.build(out, revision=src.label, preset="shared-prefix"), src)
+    assert json.loads(plain.read_text())["preset"] == "prefill-chunked"  # not replaced
+    freqmap.store(freqmap.build(out, revision=src.label, preset=hotpath.MAP_PRESET), src)
+    assert json.loads(plain.read_text())["preset"] == hotpath.MAP_PRESET
+    changed = freqmap.store(
+        freqmap.build(out, revision=src.label, preset="prefill-chunked"), src, {"logprob": 1}
+    )
+    assert changed != hotpath.measured_path(src.commit, "prefill-chunked")
+    assert json.loads(plain.read_text())["preset"] == hotpath.MAP_PRESET
+    assert hotpath.measured_path(src.commit, "shared-prefix").is_file()

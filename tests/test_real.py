@@ -61,7 +61,13 @@ def test_stub_versions_pair_torchvision_with_torch() -> None:
 # -- phases and values ----------------------------------------------------------------------
 
 
-def test_phases_are_exclusive_and_add_up() -> None:
+def test_phases_are_exclusive_and_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock the test controls: time inside a nested phase is the inner phase's alone,
+    and 'other' is what the iteration's total leaves."""
+    from bench.real.driver import phases as ph_mod
+
+    clock = iter([0, 100, 250, 400, 1000, 1300])  # enter, enter, leave, leave, enter, leave
+    monkeypatch.setattr(ph_mod, "now_ns", lambda: next(clock))
     ph = Phases()
     ph.enter("schedule")
     ph.enter("prepare")
@@ -69,10 +75,11 @@ def test_phases_are_exclusive_and_add_up() -> None:
     ph.leave()
     ph.enter("stand_in")
     ph.leave()
-    total = sum(ph.ns.values()) + 1000
-    out = ph.take(total)
-    assert out["other"] == 1000
-    assert sum(out.values()) == total
+    out = ph.take(2000)
+    assert out["schedule"] == 100 + 150  # before and after prepare, not during it
+    assert out["prepare"] == 150
+    assert out["stand_in"] == 300
+    assert out["other"] == 2000 - 700
     assert ph.ns["schedule"] == 0  # take() starts afresh
 
 

@@ -646,9 +646,17 @@ class MeasuredMap:
         return cls(raw["revision"], raw.get("commit"), raw["preset"], raw["iterations"], rows)
 
 
-def measured_path(key: str) -> Path:
-    """Where a revision's measured map is kept (key: a commit, or sglang==X for a release)."""
+MAP_PRESET = "decode-b256"  # the preset whose map a revision's plain map is, once counted
+
+
+def measured_path(key: str, preset: str | None = None, changes: str = "") -> Path:
+    """Where a revision's measured map is kept (key: a commit, or sglang==X for a release).
+    Without `preset`: the revision's map target mode and hot-path selection read (MAP_PRESET's
+    where it was counted, else the first counted); with it, that preset's own map (`changes`: a
+    digest of the --set values it was counted with)."""
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)
+    if preset is not None:
+        safe += f"--{preset}" + (f"-{changes}" if changes else "")
     return cache_dir() / "real" / "freqmaps" / f"{safe}.json"
 
 

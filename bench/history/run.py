@@ -26,10 +26,10 @@ from bench.history import report as hr
 from bench.history import series
 from bench.history.replay import ReplayRunner, replay_preparer
 from bench.history.store import PROTOCOL, Store
-from bench.real import capabilities, freqmap
+from bench.real import capabilities, freqmap, venv
 from bench.real import presets as rp
 from bench.real.presets import RealPreset
-from bench.real.run import run_count
+from bench.real.run import machine, run_count
 
 # (repository, anchor) -> a measured hot-path map is stored for the anchor (real mode: one
 # untimed counting pass); --hot-path calls it when the cache has none
@@ -59,7 +59,13 @@ def real_line(
     counter: hc_calls.Counter | None = None,
 ) -> Line:
     lock = preset.in_lockstep(changed)
-    ident = {"preset": preset.name, "changed": changed, "plan": lock.plan()}
+    ident = {
+        "preset": preset.name,
+        "changed": changed,
+        "plan": lock.plan(),
+        "values": {k: v for k, v, _src in lock.rows()},
+        "driver_protocol": rp.DRIVER_PROTOCOL,
+    }
     return Line(
         preset.name, "real", lock, preset.forward_ms, runner, preparer, ident, counter, preset
     )
@@ -135,6 +141,10 @@ def _measure(job: HistoryJob, sel: hc.Selection, where: Path) -> int:
             "anchor": sel.anchor.sha,
             "mode": line.mode,
             "protocol": PROTOCOL,
+            # rounds of another host or batch size are not on the same scale (a step read
+            # -2.2% on one host and -5.3% on another)
+            "host": {k: v for k, v in machine().items() if k in ("cpu", "cores", "python")},
+            "batch": job.batch,
             **line.identity,
         }
         manifest = store.open(ident)
@@ -207,6 +217,21 @@ def _where(
     return out
 
 
+def _environment_change(records: dict[str, dict[str, Any]], step: series.FoundStep) -> list[str]:
+    """At a step whose commit was measured in another environment than the commit before it:
+    the packages whose versions differ (what the step holds besides the code)."""
+    a = (records.get(step.before.sha) or {}).get("environment")
+    b = (records.get(step.commit.sha) or {}).get("environment")
+    if not a or not b or a == b:
+        return []
+    ea, eb = venv.load(a), venv.load(b)
+    if ea is None or eb is None:
+        return [f"environment changed: {a} -> {b} (one is no longer cached)"]
+    diff = venv.installed_diff(ea, eb)
+    shown = "; ".join(diff[:6]) + (f"; and {len(diff) - 6} more" if len(diff) > 6 else "")
+    return [f"environment changed ({a} -> {b}), {len(diff)} package(s): {shown}"]
+
+
 def execute(job: HistoryJob) -> tuple[Path, int]:
     sel = hc.select(job.repo, job.range_text, every=job.every, hot_path=False)
     if job.hot_path:
@@ -247,6 +272,10 @@ def execute(job: HistoryJob) -> tuple[Path, int]:
                 at = _where(job, line, store, curve, where / line.name)
                 for sha, rows in at.items():
                     moved[line.name][sha] = rows + list(moved[line.name].get(sha, []))
+        for s in curve.steps:
+            env_lines = _environment_change(records, s)
+            if env_lines:
+                moved.setdefault(line.name, {}).setdefault(s.commit.sha, [])[:0] = env_lines
     view = hr.HistoryView(
         f"{job.repo.resolve().name} {sel.anchor.short}..{sel.commits[-1].short}",
         sel.how,

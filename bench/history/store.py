@@ -67,7 +67,9 @@ class Store:
             differs = sorted(k for k, v in identity.items() if data.get(k) != v)
             if differs:
                 raise DataError(
-                    f"{self.folder}: a history measured with other settings ({', '.join(differs)})"
+                    f"{self.folder}: a history measured with other settings "
+                    f"({', '.join(differs)}); its rounds would not compare: give another "
+                    "--output-dir, or remove that folder"
                 )
             return data
         data = {"schema": SCHEMA, **identity, "aa": [], "order": [], "calls": {}}

@@ -20,8 +20,10 @@ revision defines it), new (called at least once per iteration, not in the table)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -299,15 +301,29 @@ def markdown(measured: Measured, rows: list[Row]) -> str:
     return "\n".join(out) + "\n"
 
 
-def store(measured: Measured, source: Any) -> Path:
-    """Kept in the user's cache by revision, where target mode's replay finds it."""
+def changes_digest(changes: Mapping[str, Any] | None) -> str:
+    if not changes:
+        return ""
+    return hashlib.sha256(json.dumps(dict(changes), sort_keys=True).encode()).hexdigest()[:8]
+
+
+def store(measured: Measured, source: Any, changes: Mapping[str, Any] | None = None) -> Path:
+    """Kept in the user's cache by revision, preset and --set values; and as the revision's
+    plain map (where target mode's replay and hot-path selection find it) when it is
+    hotpath.MAP_PRESET's without changes, or the revision has none yet: a later count of another
+    preset no longer replaces it."""
     key = source.commit or source.label
-    path = hotpath.measured_path(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    own = hotpath.measured_path(key, measured.preset, changes_digest(changes))
+    plain = hotpath.measured_path(key)
+    own.parent.mkdir(parents=True, exist_ok=True)
     table = measured.as_table(source.commit)
-    write_json(path, table.to_json())
-    write_json(path.with_suffix(".counts.json"), measured.to_json())
-    return path
+    paths = [own]
+    if (measured.preset == hotpath.MAP_PRESET and not changes) or not plain.is_file():
+        paths.append(plain)
+    for path in paths:
+        write_json(path, table.to_json())
+        write_json(path.with_suffix(".counts.json"), measured.to_json())
+    return own
 
 
 def load(path: Path) -> Measured:

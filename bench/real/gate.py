@@ -42,6 +42,7 @@ from bench.real.process import predecessors, run_lockstep
 from bench.real.profile.render import where_section
 from bench.real.profile.run import where_moved
 from bench.real.run import Revision, job, prepare, progress
+from bench.real.venv import installed_diff
 from bench.stats.classify import gate_verdict
 from bench.stats.paired import PairedChange, paired_change
 
@@ -278,6 +279,12 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
     for preset, w in meta.get("moved", {}).items():
         lines += ["", f"**Where it moved** ({preset}, py-spy at {w['rate_hz']} Hz):", ""]
         lines += [*where_section(w, WHERE_ROWS), ""]
+    diff = meta.get("environment_diff") or []
+    if diff:
+        shown = "; ".join(diff[:12]) + (f"; and {len(diff) - 12} more" if len(diff) > 12 else "")
+        lines.append(
+            f"- **environments differ** in {len(diff)} package(s), measured with the code: {shown}"
+        )
     for line in meta.get("replaced", []):
         lines.append(f"- replaced: {line}")
     stubbed = meta.get("stubbed", {})
@@ -341,6 +348,7 @@ def run(
         "stubbed": seen["stubbed"],
         "replaced": list(seen["replaced"]),
         "revisions": {"base": base.meta(), "candidate": head.meta()},
+        "environment_diff": installed_diff(base.env, head.env),
     }
     if json_out is None or markdown_out is None:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -443,7 +443,7 @@ def _count(
         out = _one(rev, preset, run_dir, manifest, seed=cfg.seed, index=0, mode="count")
         if out.get("ok"):
             measured = freqmap.build(out, revision=rev.source.label, preset=preset.name)
-            freqmap.store(measured, rev.source)
+            freqmap.store(measured, rev.source, cfg.changed)
             write_json(run_dir / RAW / rev.name / preset.name / "freqmap.json", measured.to_json())
 
 

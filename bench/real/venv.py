@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.errors import UsageError
-from bench.base.storage import ROOT, cache_dir
+from bench.base.storage import ROOT, cache_dir, write_atomic
 from bench.real import source as src
 from bench.real.process import run_one
 from bench.real.protocol import probe_job
@@ -272,10 +272,49 @@ def ensure(
         tree = src.export(source, trees_dir())
         env = None if rebuild else load(plan.key)
         if env is not None:
+            _probe_shared(env, source, tree, progress)
             return env, tree, False
         if rebuild and (venvs_dir() / plan.key).exists():
             shutil.rmtree(venvs_dir() / plan.key)
         return _build(source, plan, tree, progress), tree, True
+
+
+PROBED = "probed.json"  # the revisions an environment was probed with (beside env.json)
+
+
+def _probe_shared(
+    env: Env, source: Source, tree: Path | None, progress: Callable[[str], None]
+) -> None:
+    """A cached environment serves every revision with its dependency list, but it was probed
+    with the one it was built for: probe each other revision once (kept in PROBED), so one that
+    cannot run in it is refused in one line, not left to fail mid-measurement."""
+    if source.kind != "git" or not source.commit:
+        return
+    path = env.path / PROBED
+    probed = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    if source.commit in probed or source.label == env.source_label:
+        return
+    progress(f"{source.label}: probing it in the shared environment {env.key}")
+    result = probe(env, tree, [])
+    if not result.get("ok"):
+        raise UsageError(
+            f"{source.label} cannot run in the environment {env.key} built for "
+            f"{env.source_label}: {result.get('message')}"
+        )
+    write_atomic(path, json.dumps([*probed, source.commit]))
+
+
+def installed_diff(a: Env, b: Env) -> list[str]:
+    """The packages whose installed versions differ between two environments (`name a -> b`,
+    a missing side '-'): what a gate of two revisions measures besides their code."""
+    if a.key == b.key:
+        return []
+    names = sorted(set(a.installed) | set(b.installed), key=str.lower)
+    return [
+        f"{n} {a.installed.get(n, '-')} -> {b.installed.get(n, '-')}"
+        for n in names
+        if a.installed.get(n) != b.installed.get(n)
+    ]
 
 
 def _run(
