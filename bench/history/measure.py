@@ -128,6 +128,7 @@ def round_entry(
         "round": rid,
         "ratio": paired_ratio(mine, theirs),
         "matched": round(matched_share(out["records"], anchor_out["records"]), 4),
+        "wrapped": sorted({w.partition(" [")[0] for w in out.get("phases_wrapped") or []}),
         "us": own.get("iteration", math.nan),
         "anchor_us": anchor.get("iteration", math.nan),
         "phases_us": {k: v for k, v in own.items() if k != "iteration"},

@@ -55,7 +55,9 @@ def step_text(s: FoundStep) -> str:
         f"{s.commit.short} ({s.commit.subject[:60]}), {location_text(s)}: "
         f"{st.pct:+.2f}% [{st.pct_low:+.2f}, "
         f"{st.pct_high:+.2f}], {s.us:+,.1f} µs per iteration [{s.us_low:+,.1f}, "
-        f"{s.us_high:+,.1f}]{share}" + (f"; phases moved: {phases}" if phases else "")
+        f"{s.us_high:+,.1f}]{share}"
+        + (f"; phases moved: {phases}" if phases else "")
+        + (f"; {s.phases_note}" if s.phases_note else "")
     )
 
 

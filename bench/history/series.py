@@ -65,6 +65,7 @@ class FoundStep:
     earliest_before: Commit | None = None
     latest: Commit | None = None
     not_measured: int = 0
+    phases_note: str = ""  # why no phase is compared, where none is
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,7 @@ def _found(
     pos = {c.sha: i for i, c in enumerate(order)}
     measured = {p.commit.sha for p in points}
     span = order[pos[earliest_before.sha] + 1 : pos[latest.sha] + 1]
+    phases, note = _phases_checked(fit, step, recs)
     return FoundStep(
         points[step.index].commit,
         points[step.index - 1].commit,
@@ -192,10 +194,11 @@ def _found(
         lo,
         hi,
         share,
-        _phases(fit, step, recs),
+        phases,
         earliest_before,
         latest,
         sum(c.sha not in measured for c in span),
+        note,
     )
 
 
@@ -208,6 +211,27 @@ def _phase_deltas(rec: dict[str, Any]) -> dict[str, float]:
             if a is not None and p in PHASES:
                 sums.setdefault(p, []).append(v - a)
     return {p: sum(v) / len(v) for p, v in sums.items()}
+
+
+def _wrapped(recs: Sequence[dict[str, Any]]) -> set[str]:
+    return {w for r in recs for rnd in r.get("rounds", []) for w in rnd.get("wrapped", [])}
+
+
+def _phases_checked(
+    fit: sd.Fit, step: sd.Step, recs: Sequence[dict[str, Any]]
+) -> tuple[tuple[PhaseMove, ...], str]:
+    """The phases that moved, or none and why: where the two segments' commits timed different
+    methods, their phases do not hold the same code."""
+    later = next(s for s in fit.segments if s.start == step.index)
+    earlier = next(s for s in fit.segments if s.end == step.index)
+    a = _wrapped(recs[earlier.start : earlier.end])
+    b = _wrapped(recs[later.start : later.end])
+    if a and b and a != b:
+        only = sorted((a - b) | (b - a))
+        return (), "phases not compared: the commits time different methods (" + "; ".join(
+            only[:3]
+        ) + ")"
+    return _phases(fit, step, recs), ""
 
 
 def _phases(fit: sd.Fit, step: sd.Step, recs: Sequence[dict[str, Any]]) -> tuple[PhaseMove, ...]:

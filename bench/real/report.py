@@ -273,27 +273,44 @@ def _delta(d: tuple[float, float, float] | None) -> str:
     return f"{d[0] * 1e6:+,.1f} [{d[1] * 1e6:+,.1f}, {d[2] * 1e6:+,.1f}]{zero}"
 
 
-def largest_phase(a: Cell, b: Cell) -> tuple[str, tuple[float, float, float]] | None:
+def wrapped_set(cell: Cell) -> set[str]:
+    """The methods its processes timed as phases ('Class.method (phase)', wherever defined)."""
+    return {w.partition(" [")[0] for o in cell.outputs for w in o.get("phases_wrapped", []) or []}
+
+
+def largest_phase(a: Cell, b: Cell) -> tuple[str, tuple[float, float, float]] | str | None:
     """The phase of decode iterations (else of all) whose paired difference stands furthest
     from zero in units of its interval (a phase's difference is far less noisy than the whole
-    iteration's: it holds only the code the phase runs)."""
+    iteration's: it holds only the code the phase runs); its interval widened for having been
+    picked from all the phases compared (Bonferroni: 95% over them together), so that under no
+    change it names one 5% of the time, not ~34%. A string says why none is named: nothing
+    beyond that interval, or the two sides timed different methods (their phases do not hold
+    the same code)."""
+    wa, wb = wrapped_set(a), wrapped_set(b)
+    if wa and wb and wa != wb:
+        only = sorted((wa - wb) | (wb - wa))
+        return "not compared: the sides timed different methods (" + "; ".join(only[:3]) + ")"
 
     def score(d: tuple[float, float, float]) -> float:
         half = (d[2] - d[1]) / 2
         return abs(d[0]) / half if half > 0 else 0.0
 
-    best = None
     for prefix in ("decode_", ""):
+        found = []
         for phase in SHOWN_PHASES:
             d = paired_difference(a, b, prefix + phase)
-            if (
-                d is not None
-                and not math.isnan(d[1])
-                and (best is None or score(d) > score(best[1]))
-            ):
-                best = (prefix + phase, d)
-        if best is not None:
-            return best
+            if d is not None and not math.isnan(d[1]):
+                found.append((prefix + phase, d))
+        if not found:
+            continue
+        name, d = max(found, key=lambda x: score(x[1]))
+        rounds = len(_rounds(a, b, name))
+        widen = paired.t_quantile(1 - 0.025 / len(found), rounds - 1) / paired.t975(rounds - 1)
+        half = (d[2] - d[1]) / 2 * widen
+        wide = (d[0], d[0] - half, d[0] + half)
+        if wide[1] <= 0.0 <= wide[2]:
+            return f"none beyond noise ({len(found)} phases, Bonferroni)"
+        return name, wide
     return None
 
 
@@ -313,9 +330,10 @@ def difference_lines(data: RealData) -> list[str]:
         for rev in data.revisions[1:]:
             b = data.cell(rev, preset)
             moved = largest_phase(a, b)
-            phase = (
-                f"{moved[0].replace('decode_', 'decode ')} {_delta(moved[1])}" if moved else "n/a"
-            )
+            if isinstance(moved, tuple):
+                phase = f"{moved[0].replace('decode_', 'decode ')} {_delta(moved[1])}"
+            else:
+                phase = moved or "n/a"
             out.append(
                 f"| {preset} | {rev} | {_delta(paired_difference(a, b))} "
                 f"| {_pct(paired_change_pct(a, b))} "

@@ -130,8 +130,17 @@ class Phases:
                     continue
                 cls_name, _, method = qualname.partition(".")
                 cls = getattr(module, cls_name, None)
-                func = cls.__dict__.get(method) if isinstance(cls, type) else None
-                if not callable(func):
+                if not isinstance(cls, type):
                     continue
-                setattr(cls, method, self.timed(phase, func))
-                self.wrapped.append(f"{qualname} ({phase})")
+                # through the MRO: a method the class inherits (from a mixin, a base) is wrapped
+                # where it is defined, once (only a class's own __dict__ was looked at before,
+                # so an inherited one fell into 'other' in silence)
+                owner = next((k for k in cls.__mro__ if method in k.__dict__), None)
+                func = owner.__dict__.get(method) if owner is not None else None
+                if owner is None or not callable(func) or getattr(func, "_reqstate_phase", None):
+                    continue
+                wrapped = self.timed(phase, func)
+                wrapped._reqstate_phase = phase  # type: ignore[attr-defined]
+                setattr(owner, method, wrapped)
+                where = "" if owner is cls else f" [defined in {owner.__name__}]"
+                self.wrapped.append(f"{qualname} ({phase}){where}")
