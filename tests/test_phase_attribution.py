@@ -36,9 +36,7 @@ def test_no_phase_is_named_under_no_change_but_5_percent_of_the_time() -> None:
         a, b = _cell("a", rng, {}, ["X.f (schedule)"]), _cell("b", rng, {}, ["X.f (schedule)"])
         named += isinstance(report.largest_phase(a, b), tuple)
     assert named / 300 <= 0.08
-    moved = report.largest_phase(
-        _cell("a", rng, {}, []), _cell("b", rng, {"prepare": 3e-5}, [])
-    )
+    moved = report.largest_phase(_cell("a", rng, {}, []), _cell("b", rng, {"prepare": 3e-5}, []))
     assert isinstance(moved, tuple)
     assert moved[0] == "decode_prepare"
 

@@ -212,3 +212,37 @@ def test_a_compiled_else_arm_runs_for_one_minus_the_share() -> None:
     batch = [type("R", (), {"f": 0})() for _ in range(10)]
     func(batch, [], [], [], [], 0.3)
     assert len(calls) == 10  # 3 requests take the branch, the other 7 its else arm
+
+
+def test_a_function_the_measured_loop_never_called_is_cold_there(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change refused for code no CPU scheduler runs (upstream's req.kv container: 13%
+    placed, the rest NPU allocators and spec paths): with the revision's measured map, what its
+    real loop never called weighs nothing against the replay."""
+    import json
+
+    from bench.core import hotpath
+
+    monkeypatch.setenv("REQSTATE_CACHE", str(tmp_path / "cache"))
+    path, commits = repo
+    rev = _rev(repo, "new")
+    without = _program(rev)
+    assert without.coverage is not None
+    with pytest.raises(UsageError, match="real hotpath"):
+        materialize_targets(
+            [f"{path}@{commits['class']}", f"{path}@{commits['new']}"], tmp_path, group="pl_"
+        )
+    called = [p.function.function for p in without.coverage.placements if p.status != "unknown"]
+    table = hotpath.MeasuredMap(
+        "t", commits["new"], "decode-b256", {"decode": 10}, (), tuple(called)
+    )
+    target = hotpath.measured_path(commits["new"])
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(table.to_json()))
+    status = _status(_program(rev))
+    assert status["Scheduler.scan_every_request"] == "cold"
+    prog = _program(rev)
+    assert prog.coverage is not None
+    assert prog.coverage.share == 1.0
+    assert "never called in the measured loop" in prog.words("Scheduler.scan_every_request")

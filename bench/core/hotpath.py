@@ -609,6 +609,9 @@ class MeasuredMap:
     preset: str
     iterations: dict[str, int]
     rows: tuple[HotFunction, ...]
+    # every function the measured loop called at least once (rows holds those whose calls a
+    # frequency explains); empty in maps counted before it was kept
+    seen: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -616,6 +619,7 @@ class MeasuredMap:
             "commit": self.commit,
             "preset": self.preset,
             "iterations": self.iterations,
+            "seen": list(self.seen),
             "rows": [
                 {
                     "name": h.name,
@@ -643,7 +647,14 @@ class MeasuredMap:
             )
             for r in raw["rows"]
         )
-        return cls(raw["revision"], raw.get("commit"), raw["preset"], raw["iterations"], rows)
+        return cls(
+            raw["revision"],
+            raw.get("commit"),
+            raw["preset"],
+            raw["iterations"],
+            rows,
+            tuple(raw.get("seen", ())),
+        )
 
 
 MAP_PRESET = "decode-b256"  # the preset whose map a revision's plain map is, once counted

@@ -146,7 +146,14 @@ class Measured:
                     per_phase,
                 )
             )
-        return MeasuredMap(self.revision, commit, self.preset, dict(self.iterations), tuple(rows))
+        return MeasuredMap(
+            self.revision,
+            commit,
+            self.preset,
+            dict(self.iterations),
+            tuple(rows),
+            tuple(sorted(self.by_name())),
+        )
 
 
 def build(out: dict[str, Any], *, revision: str, preset: str) -> Measured:

@@ -9,7 +9,9 @@ Per function (bench.target.accesses), at one revision:
                 own class does not define it at this revision (a class renamed, or its methods
                 moved into a mixin: upstream's SchedulerOutputProcessorMixin before #25637)
     cold        in bench.core.hotpath.COLD: read and judged off the hot path (aborts,
-                retraction, flushes); not replayed, not held against the coverage
+                retraction, flushes); or, where real mode measured the revision's map, never
+                called in its measured loop (NPU allocators, paths no CPU scheduler runs);
+                not replayed, not held against the coverage
     unknown     in neither table ("not in the table"): not replayed, and counted against it
 
 The coverage is the share of the group's static field accesses in functions that are not cold
@@ -95,6 +97,8 @@ class Placer:
     table: str  # which table (words)
     absent: frozenset[str]  # typed rows whose function the revision does not define
     short: str  # the revision, for the words
+    seen: frozenset[str] = frozenset()  # called in the measured loop (empty: no measured map)
+    seen_in: str = ""  # the measured map's preset, for the words
 
     @classmethod
     def at(cls, tree: SourceTree | None, commit: str | None) -> Placer:
@@ -103,7 +107,16 @@ class Placer:
         if tree is not None:
             typed = [h.name for h in hotpath.HOT_PATH]
             absent = frozenset(set(typed) - defined_names(tree, typed))
-        return cls(find, table, absent, tree.short if tree is not None else "")
+        m = hotpath.measured(commit)
+        seen = frozenset(m.seen) if m is not None else frozenset()
+        return cls(
+            find,
+            table,
+            absent,
+            tree.short if tree is not None else "",
+            seen,
+            m.preset if m is not None else "",
+        )
 
     def place(self, f: FunctionAccesses) -> Placement:
         row = self.find(f.function)
@@ -112,6 +125,8 @@ class Placer:
         known = hotpath.cold(f.function)
         if known is not None:
             return Placement(f, "cold", None, known.why)
+        if self.seen and f.function not in self.seen:
+            return Placement(f, "cold", None, f"never called in the measured loop ({self.seen_in})")
         if "." not in f.function:
             return Placement(f, "unknown")
         cls_name, method = f.function.rsplit(".", 1)
@@ -180,8 +195,15 @@ def refusal(label: str, group: str, coverage: Coverage, min_share: float) -> str
             + (f"; not in the table: {names}{more}" if unplaced else "")
         )
     if coverage.share < min_share:
+        measured = any("measured loop" in p.note for p in coverage.of("cold"))
+        how = (
+            ""
+            if measured
+            else "; with the revision's measured map (`python -m bench real hotpath "
+            "PATH@REV`), functions its real loop never calls are taken as cold"
+        )
         return (
             f"{label}: the replay places {coverage.share:.0%} of the accesses to group "
-            f"{group!r} (below --min-replayed {min_share:g}); not in the table: {names}{more}"
+            f"{group!r} (below --min-replayed {min_share:g}); not in the table: {names}{more}" + how
         )
     return None
