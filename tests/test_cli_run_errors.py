@@ -64,3 +64,23 @@ def test_bad_config_key(tmp_path: Path) -> None:
     proc = run_cli("run", "--config", str(cfg), "--output-dir", str(tmp_path / "r"))
     assert proc.returncode == 2
     assert "unknown configuration key 'no_such_knob'" in proc.stderr
+
+
+def test_an_unexpected_error_exits_2_in_one_line_not_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk or a pip timeout is no verdict: CI's gate reads exit 1 as a regression."""
+    from bench.commands import main as main_mod
+    from bench.real import venv
+
+    def full(*_a: object, **_k: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("REQSTATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(venv, "ensure", full)
+    assert main_mod.main(["real", "build", "sglang==0.5.23"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "No space left on device" in err
+    assert "Traceback" not in err
+    assert "Traceback" in (tmp_path / "cache" / "last-error.txt").read_text()

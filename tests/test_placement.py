@@ -246,3 +246,22 @@ def test_a_function_the_measured_loop_never_called_is_cold_there(
     assert prog.coverage is not None
     assert prog.coverage.share == 1.0
     assert "never called in the measured loop" in prog.words("Scheduler.scan_every_request")
+
+
+def test_group_pd_hidden_is_the_trees_group_and_the_study_is_named_apart(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--group pd_hidden` selected the project's study, so a tree's own side-table group of
+    that name was measured through the transcribed call sites without a word."""
+    from bench.target import select
+
+    called: list[str] = []
+    monkeypatch.setattr(select, "materialize", lambda *a, **k: called.append("study"))
+    monkeypatch.setattr(select, "read_groups", lambda tree: called.append("groups"))
+    monkeypatch.setattr(select.SourceTree, "open", staticmethod(lambda s: s))
+    select.materialize_targets(["a", "b"], tmp_path, group=select.STUDY, names=["a", "b"])
+    assert called == ["study", "study"]
+    called.clear()
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the stand-ins stop it once it chose
+        select.materialize_targets(["a", "b"], tmp_path, group="pd_hidden", names=["a", "b"])
+    assert called[0] == "groups"

@@ -165,7 +165,7 @@ _GATE: tuple[Option | Adder, ...] = (
               "moved, for presets whose change is significant (auto), every preset, or never"}),
     (("--group",), {"metavar": "NAME",
       "help": "with --target: the state group to gate (default: what moved between the "
-              "revisions; pd_hidden: the PD hidden study)"}),
+              "revisions; pd-hidden-study: the project's PD hidden study)"}),
     add_trust_option,
     add_min_replayed_option,
     (("--mode",), {"choices": ("wall", "instructions"), "default": "wall"}),

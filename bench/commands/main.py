@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 
 from bench.base.errors import EXIT_USAGE, UsageError, one_line
+from bench.base.storage import cache_dir
 from bench.commands import gate as gate_cli
 from bench.commands import history as history_cli
 from bench.commands import real as real_cli
@@ -52,3 +54,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a pip timeout, a full disk: not a verdict, so never exit 1
+        where = _keep_traceback()
+        print(
+            f"error: unexpected {type(exc).__name__}: {one_line(str(exc))} (traceback: {where})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def _keep_traceback() -> str:
+    """The traceback of an unexpected error, kept in the user's cache (the terminal gets one
+    line, and CI's gate reads exit 1 as a regression)."""
+    text = traceback.format_exc()
+    try:
+        path = cache_dir() / "last-error.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+    except OSError:
+        return "not kept: the cache folder cannot be written"

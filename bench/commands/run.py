@@ -374,7 +374,7 @@ _RUN: tuple[Option | Adder, ...] = (
               "the first is the baseline unless --baseline PATH@REV"}),
     (("--group",), {"metavar": "NAME",
       "help": "with --target: the state group to measure (python -m bench target groups lists "
-              "them; pd_hidden: the PD hidden study); default: what moved between the two revisions"}),
+              "them; pd-hidden-study: the project's PD hidden study); default: what moved between the two revisions"}),
     add_trust_option,
     add_min_replayed_option,
     (("--quick",), {"action": "store_true", "help": "the small CI-sized set (about a minute here)"}),

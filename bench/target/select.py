@@ -1,7 +1,9 @@
 """Which state group a `--target` run or gate measures, and the revisions written as strategies.
 
---group pd_hidden          the project's PD hidden study (bench.target.materialize): the
+--group pd-hidden-study    the project's PD hidden study (bench.target.materialize): the
                            call sites transcribed from the PR, the revision's own side table
+                           (a name no tree's group can have: `--group pd_hidden` is the tree's
+                           own group of that name, replayed and placed like any other)
 --group NAME               that group at every revision (`bench target groups` lists them);
                            where a revision has not got it by name, the fields the other
                            revisions' group holds, found on its Req (a move: at the
@@ -24,6 +26,8 @@ from bench.target.materialize import Target, materialize, materialize_group
 from bench.target.placement import MIN_REPLAYED
 from bench.target.tree import SourceTree
 from strategies._contract import FIELDS, PD_HIDDEN
+
+STUDY = "pd-hidden-study"  # --group: the project's PD hidden study, apart from any tree's group
 
 
 def _group_at(rev: Revision, name: str, like: Group | None) -> Group:
@@ -79,7 +83,7 @@ def materialize_targets(
     `trust` (--trust-target-code): a PD hidden side table's own module is executed instead of
     replayed (bench.target.materialize); nothing else of a tree ever runs."""
     names = names or [SourceTree.open(s).strategy_name() for s in specs]
-    if group == PD_HIDDEN.name or (group is None and len(specs) == 1):
+    if group == STUDY or (group is None and len(specs) == 1):
         return [
             materialize(s, folder, name=n, trust=trust) for s, n in zip(specs, names, strict=True)
         ]
