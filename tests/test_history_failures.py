@@ -288,3 +288,29 @@ def test_a_measured_map_is_kept_per_preset_and_the_plain_one_not_replaced(
     assert changed != hotpath.measured_path(src.commit, "prefill-chunked")
     assert json.loads(plain.read_text())["preset"] == hotpath.MAP_PRESET
     assert hotpath.measured_path(src.commit, "shared-prefix").is_file()
+
+
+def test_bisect_under_noisy_gates_lands_on_the_step_or_says_it_is_unsure(tmp_path: Path) -> None:
+    """Gates whose figures scatter as real ones do (a -2.3% step, each gate ±0.6% with a spread
+    of 0.3% between gates): the search ends on the step's commit, or flags itself uncertain;
+    it is never silently wrong more than rarely."""
+    shas = make_repo(tmp_path / "repo", 21)
+    rng = random.Random(6)
+    wrong_silent = right = 0
+    for _ in range(60):
+        k = rng.randrange(1, 22)
+
+        def gate(good: hc.Commit, commit: hc.Commit, rounds: int, k: int = k) -> list[Judgement]:
+            true = -2.3 if shas.index(commit.sha) >= k else 0.0
+            half = 0.6 * math.sqrt(6 / rounds)
+            got = true + rng.gauss(0, half / 2)
+            verdict = "improvement" if got + half < -1.0 else "pass"
+            return [_j(got, half, verdict)]
+
+        result = hb.search(tmp_path / "repo", shas[0], shas[-1], ["p"], gate)
+        if result.first is not None and result.first.sha == shas[k]:
+            right += 1
+        elif result.certain:
+            wrong_silent += 1
+    assert right >= 54
+    assert wrong_silent <= 2

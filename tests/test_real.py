@@ -15,6 +15,7 @@ import pytest
 
 from bench.base.errors import UsageError
 from bench.real import freqmap, measure, source, venv
+from bench.real import presets as rp
 from bench.real.driver import stubs
 from bench.real.driver.phases import PHASES, Phases
 from tests import real_tree
@@ -307,7 +308,50 @@ def test_gate_real_fails_a_slower_admission(toy_repo: Path, tmp_path: Path) -> N
     result = json.loads((tmp_path / "slow.json").read_text())
     assert result["mode"] == "real"
     assert result["meta"]["resolution"]["prefill-chunked"]["aa_half_width_pct"] > 0
-    # a revision gated against itself passing is tests/test_real_sglang.py's (the release's)
+
+
+@pytest.mark.real
+def test_an_aa_gate_on_the_tiny_tree_passes_with_every_iteration_matched(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    """The same revision on both sides: a pass, the pairing check at 100%, no side following
+    the other's code more often, and the re-warm iteration of every turn run unrecorded."""
+    args = ["--real-python", PY, "--real-preset", "prefill-chunked", "--rounds", "6"]
+    args += ["--set", "warmup=100", "--set", "values=60", "--set", "rewarm=1"]
+    proc = run_cli(
+        "gate", "--real", str(toy_repo), "--base", "fast", "--head", "fast", *args,
+        "--where", "never", "--json", str(tmp_path / "aa.json"),
+        "--markdown", str(tmp_path / "aa.md"), timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = json.loads((tmp_path / "aa.json").read_text())["meta"]
+    pairing = meta["pairing"]["prefill-chunked"]
+    assert pairing["base~candidate"] == 1.0
+    assert pairing["base~base_copy"] == 1.0
+    for side in ("base", "base_copy", "candidate", "candidate_copy"):
+        assert 0.5 <= pairing[f"followed_other:{side}"] <= 0.85
+    assert "iterations matched" in (tmp_path / "aa.md").read_text()
+
+
+@pytest.mark.real
+def test_lockstep_rewarm_runs_unrecorded_iterations_at_each_turn(toy_repo: Path) -> None:
+    import random as _random
+
+    from bench.real.process import run_lockstep
+    from bench.real.run import job, prepare
+
+    (rev,) = prepare([f"{toy_repo}@fast"], PY)
+    from dataclasses import replace
+
+    preset = replace(rp.get("prefill-chunked"), warmup=50).in_lockstep({"rewarm": 2, "values": 30})
+    units = [(rev.env, rev.tree, job(rev, preset, seed=0, worker=k)) for k in range(2)]
+    turns: list[int] = []
+    outs = run_lockstep(units, _random.Random(0), turns=turns)
+    for out in outs:
+        assert out["ok"], out.get("message")
+        assert len(out["records"]) == 30
+        assert len(out["rewarm_ns"]) == 2 * 30
+    assert len(turns) == 2 * 30
 
 
 @pytest.mark.real

@@ -134,6 +134,12 @@ class DriverProcess:
             self.kill()
             rc = -1
         self.reader.join(timeout=10)
+        for pipe in (self.proc.stdin, self.proc.stderr):
+            if pipe is not None and not self.reader.is_alive():
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
         try:
             if self.out_path.is_file():
                 out: dict[str, Any] = json.loads(self.out_path.read_text(encoding="utf-8"))
