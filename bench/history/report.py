@@ -143,10 +143,10 @@ def terminal(view: HistoryView) -> str:
 
 def _half_pct(p: CommitPoint) -> float:
     """The 95% half-width of a commit's change: Student's t over its rounds (z read a 5-round
-    commit's interval 24% too narrow)."""
+    commit's interval 24% too narrow); one round's variance is the pooled floor, z."""
     if p.var != p.var:
         return math.nan
-    q = t975(p.rounds - 1) if p.rounds > 1 else math.inf
+    q = t975(p.rounds - 1) if p.rounds > 1 else 1.959964
     return math.expm1(q * math.sqrt(p.var)) * 100
 
 
