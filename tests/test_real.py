@@ -491,3 +491,49 @@ def test_a_working_tree_with_changes_is_measured_as_a_commit_of_them(
     )
     assert "scheduler.py" in status.stdout  # the change is still there, uncommitted
     shutil.rmtree(work)
+
+
+def _drivers_with(marker: str) -> list[int]:
+    """Live processes whose environment holds `marker` (the test's own cache folder)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            env = (proc / "environ").read_bytes()
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in env and b"bench.real.driver" in cmd:
+            out.append(int(proc.name))
+    return out
+
+
+@pytest.mark.real
+def test_a_gate_killed_with_sigterm_leaves_no_driver_running(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    cache = os.environ["REQSTATE_CACHE"]
+    proc = subprocess.Popen(
+        [PY, "-m", "bench", "gate", "--real", str(toy_repo), "--base", "fast", "--head", "fast",
+         "--real-python", PY, "--real-preset", "prefill-chunked", "--where", "never",
+         "--set", "warmup=50000",  # still warming up when killed: they would not stop alone
+         "--json", str(tmp_path / "g.json"), "--markdown", str(tmp_path / "g.md")],
+        stderr=subprocess.DEVNULL, env={**os.environ},
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and len(_drivers_with(cache)) < 4:  # the round, not the probe
+        time.sleep(0.5)
+    assert len(_drivers_with(cache)) >= 4, "the round did not start"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    for _ in range(20):
+        if not _drivers_with(cache):
+            break
+        time.sleep(0.5)
+    assert _drivers_with(cache) == []

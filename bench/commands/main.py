@@ -5,7 +5,9 @@ subsystem (its register(sub)); user mistakes end as one line on stderr and exit 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 
@@ -42,7 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminated(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # SIGTERM (CI's cancel, a `kill`) unwinds like ^C, so that every command's cleanup runs:
+    # a gate killed without it left its four driver processes running, orphaned
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
