@@ -537,3 +537,12 @@ def test_a_gate_killed_with_sigterm_leaves_no_driver_running(
             break
         time.sleep(0.5)
     assert _drivers_with(cache) == []
+
+
+def test_a_later_environment_of_a_job_takes_the_first_ones_versions_for_what_is_unpinned() -> None:
+    """Unpinned requirements resolved at each build's own time, so a gate of a PR that edits
+    pyproject.toml measured the registry's drift between two builds beside its code."""
+    plan = venv.Plan("k", {"numpy": "numpy", "pydantic": "pydantic>=2", "tqdm": "tqdm"}, [], None)
+    out = venv.aligned(plan, {"numpy": "1.26.4", "pydantic": "2.9.0", "Tqdm": "4.66.5"})
+    assert sorted(out.constraints) == ["numpy==1.26.4", "tqdm==4.66.5"]
+    assert venv.aligned(plan, {}) is plan

@@ -144,10 +144,13 @@ def prepare(
     for s in sources:
         if s.kind == "git":
             capabilities.check(s.label, capabilities.files_of(s), presets)
-    out = []
+    out: list[Revision] = []
     for s in sources:
         t0 = wall_s()
-        env, tree, built = venv.ensure(s, progress, interpreter=interpreter)
+        # one job, one set of resolved versions: later builds take the first's for what their
+        # own lists leave unpinned
+        align = out[0].env.installed if out else None
+        env, tree, built = venv.ensure(s, progress, interpreter=interpreter, align=align)
         if built:
             progress(
                 f"{s.label}: environment built in {wall_s() - t0:.0f} s, "

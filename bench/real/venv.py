@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -261,13 +261,17 @@ def ensure(
     *,
     rebuild: bool = False,
     interpreter: str | None = None,
+    align: dict[str, str] | None = None,
 ) -> tuple[Env, Path | None, bool]:
     """(the revision's environment, the folder to put on sys.path, whether it was built now).
     Built once per key, under a lock (a second process waits for the first); `interpreter`:
-    the user's own instead (nothing is built)."""
+    the user's own instead (nothing is built). `align`: another environment of the same job
+    (name -> installed version); a build pins what its own list leaves unpinned to those
+    versions, so that two revisions' environments differ where their lists do, not where the
+    registry moved between two builds."""
     if interpreter:
         return given(source, interpreter)
-    plan = plan_for(source)
+    plan = aligned(plan_for(source), align or {})
     with _locked(venvs_dir() / f".{plan.key}.lock"):
         tree = src.export(source, trees_dir())
         env = None if rebuild else load(plan.key)
@@ -277,6 +281,17 @@ def ensure(
         if rebuild and (venvs_dir() / plan.key).exists():
             shutil.rmtree(venvs_dir() / plan.key)
         return _build(source, plan, tree, progress), tree, True
+
+
+def aligned(plan: Plan, installed: dict[str, str]) -> Plan:
+    """The plan with its unpinned requirements pinned to `installed`'s versions."""
+    extra = []
+    for name, req in plan.wanted.items():
+        version = {normalize(k): v for k, v in installed.items()}.get(name)
+        bare = not any(op in req for op in "=<>~!@")
+        if version and bare and not any(c.startswith(f"{name}==") for c in plan.constraints):
+            extra.append(f"{name}=={version}")
+    return replace(plan, constraints=[*plan.constraints, *extra]) if extra else plan
 
 
 PROBED = "probed.json"  # the revisions an environment was probed with (beside env.json)
