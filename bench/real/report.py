@@ -255,22 +255,23 @@ def paired_change_pct(
     return tuple(math.expm1(v) * 100 for v in (r.mean, r.low, r.high))  # type: ignore[return-value]
 
 
-def _pct(d: tuple[float, float, float] | None) -> str:
+def _interval(d: tuple[float, float, float] | None, scale: float, fmt: str, unit: str) -> str:
+    """(point, low, high) scaled, ¹ where the interval includes zero."""
     if d is None:
         return "n/a"
-    if math.isnan(d[1]):
-        return f"{d[0]:+.2f}%"
-    zero = "¹" if d[1] <= 0 <= d[2] else ""
-    return f"{d[0]:+.2f}% [{d[1]:+.2f}, {d[2]:+.2f}]{zero}"
+    x, lo, hi = (v * scale for v in d)
+    if math.isnan(lo):
+        return f"{x:{fmt}}{unit}"
+    zero = "¹" if lo <= 0 <= hi else ""
+    return f"{x:{fmt}}{unit} [{lo:{fmt}}, {hi:{fmt}}]{zero}"
+
+
+def _pct(d: tuple[float, float, float] | None) -> str:
+    return _interval(d, 1.0, "+.2f", "%")
 
 
 def _delta(d: tuple[float, float, float] | None) -> str:
-    if d is None:
-        return "n/a"
-    if math.isnan(d[1]):
-        return f"{d[0] * 1e6:+,.1f}"
-    zero = "¹" if d[1] <= 0 <= d[2] else ""
-    return f"{d[0] * 1e6:+,.1f} [{d[1] * 1e6:+,.1f}, {d[2] * 1e6:+,.1f}]{zero}"
+    return _interval(d, 1e6, "+,.1f", "")
 
 
 def wrapped_set(cell: Cell) -> set[str]:
