@@ -166,3 +166,20 @@ def test_the_matched_share_counts_iterations_that_did_the_same_thing() -> None:
     assert measure.matched_share(a, a[:50]) == pytest.approx(0.5)  # nothing truncated silently
     line = rg.pairing_line("decode-b256", {"base~candidate": 0.5, "base~base_copy": 1.0})
     assert "below 90%" in line
+
+
+def test_run_real_fixes_its_rounds_once_from_the_paired_change_spread(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """`run --real`'s extra rounds aimed at each revision's absolute figure and stopped at the
+    first look that met ±10%; they are now fixed once, for the paired change's precision."""
+    a, b = report.Cell("base", "p"), report.Cell("head", "p")
+    for x, y in ((1.0, 1.02), (1.0, 1.00), (1.0, 1.04)):  # changes +2, 0, +4%: sd 2 points
+        a.outputs.append({"_figures": {"iteration": x}, "_values": {}})
+        b.outputs.append({"_figures": {"iteration": y}, "_values": {}})
+    data = report.RealData(tmp_path, {"order": ["base", "head"], "revisions": {}}, {}, {})
+    data.cells = {("base", "p"): a, ("head", "p"): b}
+    monkeypatch.setattr(report, "load", lambda _d: data)
+    # t(2) = 4.303: (4.303 x 2 / 1)^2 = 74.1 rounds for ±1%; 1 for ±10%
+    assert report.rounds_needed(tmp_path, "p", 1.0) == 75
+    assert report.rounds_needed(tmp_path, "p", 10.0) == 1

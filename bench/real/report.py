@@ -22,6 +22,7 @@ import base64
 import io
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,32 @@ def precision(run_dir: Path, preset: str) -> float | None:
     if any(p is None for p in reached):
         return None
     return max(p for p in reached if p is not None) if reached else None
+
+
+def rounds_needed(run_dir: Path, preset: str, target_pct: float) -> int | None:
+    """How many rounds a preset needs for a 95% half-width of `target_pct`, from the spread its
+    first rounds showed (Stein's two-stage rule, t with their degrees of freedom): fixed once,
+    so that the run does not stop at the first look that happens to meet it. One revision: its
+    processes' figures; several: each one's paired change against the first, the largest."""
+    data = load(run_dir)
+    revs = data.revisions
+    series: list[list[float]] = []
+    if len(revs) == 1:
+        figs = data.cell(revs[0], preset).figures("iteration")
+        mean = sum(figs) / len(figs) if figs else 0.0
+        series.append([f / mean * 100 for f in figs] if mean else [])
+    else:
+        a = data.cell(revs[0], preset)
+        for rev in revs[1:]:
+            pairs = _rounds(a, data.cell(rev, preset), "iteration")
+            series.append([(y / x - 1) * 100 for x, y in pairs if x > 0])
+    needs = []
+    for xs in series:
+        if len(xs) < 2:
+            return None
+        sd = statistics.stdev(xs)
+        needs.append(math.ceil((paired.t975(len(xs) - 1) * sd / target_pct) ** 2))
+    return max(needs) if needs else None
 
 
 # -- numbers as text ------------------------------------------------------------------------

@@ -3,9 +3,12 @@
 Each process is one driver (bench/real/driver/) in the revision's environment, building one
 preset's scheduler and measuring it; a round measures every (revision, preset) once, in a
 seeded shuffled order, so two revisions' processes of a round run moments apart over the same
-request stream (a comparison pairs them). The plan is `min_rounds` rounds; then, while the
-budget lasts, rounds go to the presets whose figure is still less precise than `precision_pct`
-(the 95% CI half-width of µs per iteration, every revision), the least precise first.
+request stream (a comparison pairs them). The plan is `min_rounds` rounds; then, once, each
+preset's rounds are fixed from the spread those showed (bench.real.report.rounds_needed, Stein's
+two-stage rule) for a 95% half-width of `precision_pct`: of its figure for one revision, of each
+paired change against the first for several (it aimed at each revision's absolute figure
+before, and stopped at the first look that met it). While the budget lasts, the presets still
+short of their rounds get them, the least precise first.
 
 Every process's output is written into the run folder as it ends (raw/), with the manifest
 updated, so an interrupted run keeps what it measured and reports it; the pyperf file, the
@@ -36,7 +39,7 @@ from bench.real.driver.inject import MODULE
 from bench.real.folder import MANIFEST, RAW, SCHEMA, raw_path
 from bench.real.presets import RealPreset
 from bench.real.process import run_lockstep, run_one
-from bench.real.report import precision
+from bench.real.report import precision, rounds_needed
 from bench.real.source import Source, parse
 from strategies import resolve
 
@@ -373,6 +376,7 @@ def _measure(
     dead: set[tuple[str, str]] = set()  # (revision, preset) whose process failed
     rounds: dict[str, int] = {p.name: 0 for p in cfg.presets}
     cost: dict[str, float] = {}  # preset -> seconds per process (measured)
+    planned: dict[str, int] = {}  # preset -> its rounds, fixed after the first min_rounds
     todo = [p for p in cfg.presets]
     while todo:
         order = list(todo)
@@ -402,10 +406,11 @@ def _measure(
                 continue
             if cfg.budget_s is None or rounds[p.name] >= MAX_ROUNDS:
                 continue
-            reached = precision(run_dir, p.name)
-            if reached is None or reached <= cfg.precision_pct:
-                continue
-            todo.append(p)
+            if p.name not in planned:  # fixed once, at the first look (no optional stopping)
+                need = rounds_needed(run_dir, p.name, cfg.precision_pct)
+                planned[p.name] = min(MAX_ROUNDS, max(rounds[p.name], need or 0))
+            if rounds[p.name] < planned[p.name]:
+                todo.append(p)
         if cfg.budget_s is not None and any(rounds[p.name] >= cfg.min_rounds for p in todo):
             # the least precise first, while the rest of the budget pays for a round of each
             todo.sort(key=lambda p: -(precision(run_dir, p.name) or 0.0))
