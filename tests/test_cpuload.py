@@ -131,3 +131,20 @@ def test_load_series_merge_over_processes() -> None:
     assert a.max_cores == pytest.approx(0.7)
     assert a.check() is None
     assert LoadSeries([0.1], [], [False]).check() is not None
+
+
+def test_a_rounds_own_child_processes_are_not_the_machines_other_load() -> None:
+    """Real mode's rounds run in driver processes: metered without their CPU, every round read
+    as loaded by its own drivers."""
+    import subprocess
+    import sys
+
+    from bench.base.cpuload import LoadMeter
+
+    spin = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.8: pass"
+    mine, plain = LoadMeter(children=True), LoadMeter()
+    mine.start()
+    plain.start()
+    subprocess.run([sys.executable, "-c", spin], check=True)
+    got, naive = mine.stop(), plain.stop()
+    assert naive.others_cores > got.others_cores + 0.4

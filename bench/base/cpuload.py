@@ -21,6 +21,7 @@ Where /proc/stat cannot be read (not Linux), nothing is metered.
 from __future__ import annotations
 
 import os
+import resource
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +58,16 @@ class CpuTimes:
     at_ns: int
 
 
-def read_cpu_times() -> CpuTimes | None:
-    """Now, or None where /proc/stat is missing or unreadable."""
+def _children_s() -> float:
+    """The CPU time of this process's children that have ended and been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def read_cpu_times(children: bool = False) -> CpuTimes | None:
+    """Now, or None where /proc/stat is missing or unreadable. `children`: this process's own
+    time counts its waited-for children's too (a real-mode round's driver processes are the
+    round's own work, not the machine's other load)."""
     try:
         first = PROC_STAT.read_text().split("\n", 1)[0].split()
     except OSError:
@@ -71,7 +80,7 @@ def read_cpu_times() -> CpuTimes | None:
     return CpuTimes(
         busy_s=busy / TICKS_PER_S,
         steal_s=steal / TICKS_PER_S,
-        own_s=cpu_s(),
+        own_s=cpu_s() + (_children_s() if children else 0.0),
         at_ns=now_ns(),
     )
 
@@ -109,11 +118,12 @@ def load_between(start: CpuTimes | None, end: CpuTimes | None) -> RoundLoad:
 class LoadMeter:
     """start() before a round, stop() after it: the round's RoundLoad."""
 
-    def __init__(self) -> None:
+    def __init__(self, children: bool = False) -> None:
         self._start: CpuTimes | None = None
+        self.children = children  # stop() after the round's child processes were waited for
 
     def start(self) -> None:
-        self._start = read_cpu_times()
+        self._start = read_cpu_times(self.children)
 
     def stop(self) -> RoundLoad:
-        return load_between(self._start, read_cpu_times())
+        return load_between(self._start, read_cpu_times(self.children))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.base.cpuload import LoadMeter
 from bench.base.errors import DataError, UsageError
 from bench.base.timing import wall_s
 from bench.history.commits import Commit, Selection
@@ -262,7 +263,10 @@ def _round(plan: Plan, store: Store, group: list[Member], members: list[Member])
     manifest = store.manifest()
     rid = int(manifest.get("next_round", 0))
     rng = random.Random(plan.seed * 1000 + rid)
+    meter = LoadMeter(children=True)
+    meter.start()
     outs = plan.runner(group, plan.preset, plan.seed + rid, rid * 100, rng)
+    load = meter.stop()
     wall = wall_s() - t0
     anchor_out, copy_out = outs[0], outs[1]
     if not anchor_out.get("ok") or not copy_out.get("ok"):
@@ -279,9 +283,9 @@ def _round(plan: Plan, store: Store, group: list[Member], members: list[Member])
             rec["failed"] = f"its driver failed: {out.get('message')}"
             progress(f"{m.commit.short}: {rec['failed']} (tried again on the next call)")
         elif len(rec["rounds"]) < plan.rounds:
-            rec["rounds"].append(
-                round_entry(out, anchor_out, plan.preset, rid, wall / len(members), twins)
-            )
+            entry = round_entry(out, anchor_out, plan.preset, rid, wall / len(members), twins)
+            entry["load_cores"] = round(load.cores, 3) if load.metered else None  # None: unmetered
+            rec["rounds"].append(entry)
         store.save(rec)
     store.save_manifest(manifest)
     return wall / len(group)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import stats
+from bench.base.cpuload import LOADED_CORES, LoadMeter
 from bench.base.errors import EXIT_FAILED, EXIT_OK, DataError, UsageError
 from bench.base.names import BenchName
 from bench.base.storage import ROOT, write_atomic, write_json
@@ -118,6 +119,7 @@ def measure(
         "processes": 0,
         "matched": {},
         "followed_other": {},
+        "load": {},
     }
     index = 0
     for r in range(cfg.rounds):
@@ -132,7 +134,10 @@ def measure(
                 units.append((rev.env, rev.tree, job(rev, preset, seed=cfg.seed, worker=index + k)))
             index += len(SIDES)
             turns: list[int] = []
+            meter = LoadMeter(children=True)
+            meter.start()
             results = run_lockstep(units, rng, turns=turns)
+            seen["load"].setdefault(preset.name, []).append(asdict(meter.stop()))
             records = {}
             for side, res in zip(SIDES, results, strict=True):
                 rev = sides[_code(side)]
@@ -276,6 +281,8 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
         )
     for preset, p in meta.get("pairing", {}).items():
         lines.append(pairing_line(preset, p))
+    for preset, rounds in meta.get("load", {}).items():
+        lines.append(load_line(preset, rounds))
     for preset, w in meta.get("moved", {}).items():
         lines += ["", f"**Where it moved** ({preset}, py-spy at {w['rate_hz']} Hz):", ""]
         lines += [*where_section(w, WHERE_ROWS), ""]
@@ -294,6 +301,20 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
             + "; ".join(f"{m} (imported by {i})" for m, i in sorted(stubbed.items()))
         )
     return lines
+
+
+def load_line(preset: str, rounds: list[dict[str, Any]]) -> str:
+    """What the rest of the machine took while the rounds ran (bench.base.cpuload; the drivers'
+    own CPU left out)."""
+    metered = [r for r in rounds if r.get("metered")]
+    if not metered:
+        return f"- {preset}: the machine's other load: not metered"
+    cores = sorted(r["others_cores"] + r["steal_cores"] for r in metered)
+    loaded = sum(c >= LOADED_CORES for c in cores)
+    return (
+        f"- {preset}: the machine's other load: median {cores[len(cores) // 2]:.2f} cores, "
+        f"most {cores[-1]:.2f}; {loaded} of {len(cores)} round(s) loaded (≥ {LOADED_CORES} cores)"
+    )
 
 
 def pairing_line(preset: str, p: dict[str, float]) -> str:
@@ -344,6 +365,7 @@ def run(
         "real": True,
         "resolution": resolution(cfg, vals),
         "pairing": pairing(seen),
+        "load": seen["load"],
         "statistic": "per round the ratio of mean iterations; over rounds the mean log ratio, t",
         "stubbed": seen["stubbed"],
         "replaced": list(seen["replaced"]),
