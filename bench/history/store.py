@@ -30,7 +30,8 @@ MANIFEST = "history.json"
 COMMITS = "commits"
 # Bumped when what a stored round means changes (then a stored folder is not reused). 2: the
 # driver's protocol 2 (bench.real.presets.DRIVER_PROTOCOL: steady cache, stand-in tokenizer).
-PROTOCOL = 2
+# 3: a round's ratio is of the mean iterations (bench.stats.paired), turns re-warmed.
+PROTOCOL = 3
 
 
 def folder_name(repo_name: str, anchor: str, preset: str, changed: dict[str, Any]) -> str:

@@ -24,11 +24,19 @@ from bench.real.driver.server import MODEL_CONFIG
 
 LOCKSTEP_ITERATIONS = 1
 LOCKSTEP_VALUES = 400
+# In lockstep, an unrecorded iteration at the start of every turn: the recorded one then follows
+# the process's own iteration, as a scheduler's does. Measured with `real interleave` on #32208
+# (docs/REAL.md, "What runs between two iterations"): without it the baseline iteration cost
+# 2,639 / 3,473 / 4,099 / 4,560 µs with 1 / 3 / 7 / 11 other processes between two of its own
+# (2,430 alone), so a change's share depended on the command's group; with it, 2,567 / 2,822 /
+# 3,056 µs and the #32208 change -5.4 / -6.1 / -5.5%.
+LOCKSTEP_REWARM = 1
 # The driver's protocol: bumped when what a process sends or measures changes, so that stored
 # rounds of an older protocol are never pooled with newer ones (bench/history/run.py).
 # 2: the stand-in tokenizer, warm-up until the cache is steady, the first cohort holding its
 # generated tokens, fixed-width request ids.
-DRIVER_PROTOCOL = 2
+# 3: a re-warm iteration at each lockstep turn (LOCKSTEP_REWARM).
+DRIVER_PROTOCOL = 3
 
 
 @dataclass(frozen=True)
@@ -101,12 +109,19 @@ class RealPreset:
         iteration per value, taken in turns, 400 per process. Measured on an A/A pair of one
         revision here (prefill-chunked, 2 rounds): the spread of a pair's log ratio was 0.16
         with windows of 100 iterations (16 pairs), 0.22 with 10 (160), 0.27 with 1 (800): the
-        finest turns give the most pairs for the least spread each, and every iteration of a
-        revision then follows one of another's, its data out of the core's nearest caches, as
-        a real scheduler's iteration follows a forward's launch work."""
+        finest turns give the most pairs for the least spread each. Each turn first runs
+        LOCKSTEP_REWARM iterations unrecorded, so that the recorded one follows the process's
+        own iteration and not the other processes' (whose data had pushed its own out of the
+        caches: see LOCKSTEP_REWARM)."""
         kept = {k: v for k, v in (changed or {}).items() if k in ("iterations", "values", "rewarm")}
         return replace(
-            self, **{"iterations": LOCKSTEP_ITERATIONS, "values": self.lockstep_values, **kept}
+            self,
+            **{
+                "iterations": LOCKSTEP_ITERATIONS,
+                "values": self.lockstep_values,
+                "rewarm": LOCKSTEP_REWARM,
+                **kept,
+            },
         )
 
     def plan(self) -> dict[str, Any]:
