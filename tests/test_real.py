@@ -9,6 +9,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -546,3 +547,36 @@ def test_a_later_environment_of_a_job_takes_the_first_ones_versions_for_what_is_
     out = venv.aligned(plan, {"numpy": "1.26.4", "pydantic": "2.9.0", "Tqdm": "4.66.5"})
     assert sorted(out.constraints) == ["numpy==1.26.4", "tqdm==4.66.5"]
     assert venv.aligned(plan, {}) is plan
+
+
+def _env(tmp_path: Path, key: str, installed: dict[str, str]) -> venv.Env:
+    (tmp_path / key).mkdir(parents=True, exist_ok=True)
+    return venv.Env(key, tmp_path / key, "sglang@aaaaaaaaaa", [], [], installed, 0.0, 0, "3.11")
+
+
+def test_a_shared_environment_is_probed_once_for_each_revision_it_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was probed for the revision it was built for only, so a revision that cannot run in
+    it failed mid-measurement."""
+    env = _env(tmp_path, "deps-x", {})
+    probes: list[str] = []
+    answer = {"ok": False, "message": "ImportError: cannot import name 'X'"}
+    monkeypatch.setattr(venv, "probe", lambda e, tree, log: probes.append(str(tree)) or answer)
+    other = SimpleNamespace(kind="git", commit="b" * 40, label="sglang@bbbbbbbbbb")
+    with pytest.raises(UsageError, match="cannot run in the environment deps-x"):
+        venv._probe_shared(env, other, Path("tree-b"), lambda _m: None)
+    answer = {"ok": True}
+    venv._probe_shared(env, other, Path("tree-b"), lambda _m: None)
+    venv._probe_shared(env, other, Path("tree-b"), lambda _m: None)  # kept: not probed again
+    assert probes == ["tree-b", "tree-b"]
+    built_for = SimpleNamespace(kind="git", commit="a" * 40, label="sglang@aaaaaaaaaa")
+    venv._probe_shared(env, built_for, Path("tree-a"), lambda _m: None)
+    assert len(probes) == 2
+
+
+def test_the_installed_versions_two_sides_differ_in_are_named(tmp_path: Path) -> None:
+    a = _env(tmp_path, "deps-a", {"numpy": "1.26.4", "tqdm": "4.66.5", "old": "1"})
+    b = _env(tmp_path, "deps-b", {"numpy": "2.0.1", "tqdm": "4.66.5", "new": "2"})
+    assert venv.installed_diff(a, b) == ["new - -> 2", "numpy 1.26.4 -> 2.0.1", "old 1 -> -"]
+    assert venv.installed_diff(a, a) == []
