@@ -142,6 +142,18 @@ def error_markdown(message: str, mode: str) -> str:
     return f"**reqstate-bench gate: ERROR** ({mode} mode): {message}\n"
 
 
+REAL_COLUMNS = (
+    "baseline and candidate: median over rounds of each side's mean iteration (its two "
+    "processes'); change: the mean over rounds of the log of the per-round ratio of the "
+    "candidate processes' mean iteration to the baseline processes' (moments apart, over the "
+    "same iterations of the same request stream), with its 95% Student t interval over rounds, "
+    "which is what is judged; per iteration: the mean over rounds of the per-round difference "
+    "of those means, in µs with its t interval, and as a share of the preset's forward time; "
+    "A/A: how far the A/A contrast (the two copies against the two first processes) moved in "
+    "this job; bound: in µs where a threshold in those units is set, else in percent"
+)
+
+
 def render_markdown(
     judgements: list[Judgement], mode: str, status: str, meta: dict[str, Any]
 ) -> str:
@@ -172,6 +184,8 @@ def render_markdown(
             "| benchmark | baseline | candidate | change [95% CI] | per iteration [95% CI] "
             "| share of forward | A/A | bound | verdict |"
         )
+    if meta.get("real"):
+        columns = REAL_COLUMNS
     wall = mode != "instructions"
     lines = [
         verdict_line(judgements, mode, status),
