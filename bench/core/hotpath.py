@@ -702,11 +702,13 @@ def _merged(typed: HotFunction | None, seen: HotFunction) -> HotFunction:
     )
 
 
-def resolver(commit: str | None) -> tuple[Callable[[str], HotFunction | None], str]:
+def resolver(
+    commit: str | None, table: MeasuredMap | None = None
+) -> tuple[Callable[[str], HotFunction | None], str]:
     """How a revision's functions are looked up: its measured map where real mode counted one
     (functions it did not see fall back to the typed rows), else the typed table; and a line
-    saying which."""
-    table = measured(commit)
+    saying which. `table`: the revision's map, already read."""
+    table = table if table is not None else measured(commit)
     if table is None:
         return lookup, f"typed ({COMMIT})"
     seen = {h.name: h for h in table.rows}

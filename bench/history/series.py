@@ -124,9 +124,8 @@ def build(
     # the anchor cancels in the difference of two segments of them. And only where it is
     # systematic: its t interval over the A/A rounds excludes zero. (As a floor for every step,
     # a history's +1.04% offset hid every step under 1.04% where ±0.58% could be seen.)
-    offset_applies = len(aa_logs) > 1 and not (
-        mean_t_ci(aa_logs)[1] <= 0.0 <= mean_t_ci(aa_logs)[2]
-    )
+    aa_ci = mean_t_ci(aa_logs) if len(aa_logs) > 1 else None
+    offset_applies = aa_ci is not None and not aa_ci[1] <= 0.0 <= aa_ci[2]
     points = []
     for c, _rec, logs in rows:
         mean = sum(logs) / len(logs)

@@ -286,8 +286,9 @@ def ensure(
 def aligned(plan: Plan, installed: dict[str, str]) -> Plan:
     """The plan with its unpinned requirements pinned to `installed`'s versions."""
     extra = []
+    versions = {normalize(k): v for k, v in installed.items()}
     for name, req in plan.wanted.items():
-        version = {normalize(k): v for k, v in installed.items()}.get(name)
+        version = versions.get(name)
         bare = not any(op in req for op in "=<>~!@")
         if version and bare and not any(c.startswith(f"{name}==") for c in plan.constraints):
             extra.append(f"{name}=={version}")

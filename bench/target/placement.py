@@ -102,12 +102,12 @@ class Placer:
 
     @classmethod
     def at(cls, tree: SourceTree | None, commit: str | None) -> Placer:
-        find, table = hotpath.resolver(commit)
+        m = hotpath.measured(commit)  # read once: the lookup and what the loop called
+        find, table = hotpath.resolver(commit, m)
         absent: frozenset[str] = frozenset()
         if tree is not None:
             typed = [h.name for h in hotpath.HOT_PATH]
             absent = frozenset(set(typed) - defined_names(tree, typed))
-        m = hotpath.measured(commit)
         seen = frozenset(m.seen) if m is not None else frozenset()
         return cls(
             find,
