@@ -75,7 +75,8 @@ def _noise_text(curve: Curve) -> str:
     offset = math.expm1(curve.aa_offset) * 100
     applied = "a step must exceed it" if curve.offset_applies else "within noise, not applied"
     return (
-        f"smallest step found 80% of the time ±{curve.resolution_pct:.2f}% (mid-range), "
+        f"smallest step found 80% of the time ±{curve.resolution_pct:.2f}% (mid-range; computed "
+        "from the noise, not timed), "
         f"A/A offset {offset:+.2f}% ({applied})"
     )
 

@@ -277,7 +277,8 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
         lines.append(
             f"- {preset}: resolution (identical code, A/A): {r['aa_change_pct']:+.2f}%, its 95% "
             f"interval ±{r['aa_half_width_pct']:.2f}% (±{r['aa_half_width_us']:,.1f} µs per "
-            f"iteration); smallest change flagged 80% of the time: ±{r['min_detectable_pct']:.2f}%"
+            f"iteration); smallest change flagged 80% of the time: ±{r['min_detectable_pct']:.2f}% "
+            "(computed from the rounds' spread, not timed)"
         )
     for preset, p in meta.get("pairing", {}).items():
         lines.append(pairing_line(preset, p))

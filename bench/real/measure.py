@@ -123,7 +123,7 @@ def drift(series: list[float]) -> float | None:
 
 
 PAIRING_KEYS = ("mode", "batch", "received", "finished")
-# Below this share of matched iterations two processes did not serve the same stream in step:
+# A choice of this project (no SGLang number): below this share of matched iterations two processes did not serve the same stream in step:
 # their iterations are compared as each side's mean, the figure the gate judges in any case.
 MIN_MATCHED_SHARE = 0.9
 
