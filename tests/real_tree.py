@@ -49,6 +49,7 @@ FILES: dict[str, str] = {
             max_total_tokens: int = None
             chunked_prefill_size: int = 8192
             random_seed: int = 0
+            nccl_port: int = None
 
         @dataclasses.dataclass
         class PortArgs:

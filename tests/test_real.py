@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bench.base.errors import UsageError
-from bench.real import freqmap, measure, source, venv
+from bench.real import freqmap, measure, process, source, venv
 from bench.real import presets as rp
 from bench.real.driver import stubs
 from bench.real.driver.phases import PHASES, Phases
@@ -355,6 +355,11 @@ def test_lockstep_rewarm_runs_unrecorded_iterations_at_each_turn(toy_repo: Path)
         assert len(out["records"]) == 30
         assert len(out["rewarm_ns"]) == 2 * 30
     assert len(turns) == 2 * 30
+    # each driver of the group binds its own torch distributed port, none from the kernel's
+    # ephemeral range (two drivers started together could be handed the same one there)
+    ports = [out["server_args"]["nccl_port"] for out in outs]
+    assert len(set(ports)) == 2
+    assert all(p < process._ephemeral_low() for p in ports)
 
 
 @pytest.mark.real
@@ -582,3 +587,16 @@ def test_the_installed_versions_two_sides_differ_in_are_named(tmp_path: Path) ->
     b = _env(tmp_path, "deps-b", {"numpy": "2.0.1", "tqdm": "4.66.5", "new": "2"})
     assert venv.installed_diff(a, b) == ["new - -> 2", "numpy 1.26.4 -> 2.0.1", "old 1 -> -"]
     assert venv.installed_diff(a, a) == []
+
+
+def test_a_lockstep_group_draws_different_free_ports_below_the_ephemeral_range() -> None:
+    import random as _random
+    import socket
+
+    low = process._ephemeral_low()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", low - 1))
+        ports = process.distinct_ports(200, _random.Random(1))
+        assert len(set(ports)) == 200
+        assert all(low - process.PORT_SPAN <= p < low for p in ports)
+        assert low - 1 not in ports  # a port in use is never handed out

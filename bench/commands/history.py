@@ -52,8 +52,10 @@ _HISTORY: tuple[Option, ...] = (
       "help": "only commits that touch a file of the scheduler's hot path (the anchor's measured map)"}),
     (("--rounds",), {"type": positive_int, "default": 5,
       "help": "lockstep rounds per commit (default 5)"}),
-    (("--batch",), {"type": positive_int, "default": 10,
-      "help": "commits per lockstep round beside the anchor and its copy (default 10; ~0.55 GB each)"}),
+    (("--batch",), {"type": positive_int, "default": hm.DEFAULT_BATCH,
+      "help": f"commits per lockstep round beside the anchor and its copy (default "
+              f"{hm.DEFAULT_BATCH}: the gate's four processes; more is faster, but a commit then "
+              f"reads another size than its gate's)"}),
     (("--budget",), {"type": duration_s, "default": None, "metavar": "DURATION",
       "help": "stop measuring after about this long (e.g. 20m); a later call resumes"}),
     (("--group",), {"metavar": "NAME",

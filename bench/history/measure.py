@@ -6,9 +6,9 @@ so commits measured one after another would hide any step smaller than that. Ins
 starts, together, one driver for the anchor, one more for the anchor (the A/A copy: what
 identical code moves), and one for each commit of a batch, and lets them measure their
 iterations in turns (bench.real.process.run_lockstep): value i of every member comes from the
-same seconds of the machine's life. Each commit's figure in the round is the median of its
-value-by-value ratios to the anchor's (the gate's paired statistic), so a commit measured in
-another batch, or in a later call, is still on the same scale: every round holds the anchor.
+same seconds of the machine's life. Each commit's figure in the round is the ratio of its mean
+iteration to the anchor's (the gate's paired statistic), so a commit measured in another batch,
+or in a later call, is still on the same scale: every round holds the anchor.
 
 A commit is stored when each of its rounds ends (bench.history.store), so an interruption loses
 at most the round in flight, and a later call measures only the rounds a commit still lacks.
@@ -31,14 +31,14 @@ from bench.history.commits import Commit, Selection
 from bench.history.store import Store
 from bench.real.measure import figures, matched_share, values
 from bench.real.presets import RealPreset
-from bench.real.process import run_lockstep
+from bench.real.process import LOCKSTEP_GROUP, run_lockstep
 from bench.real.run import job, prepare
 from bench.stats.paired import round_ratio
 
 DEFAULT_ROUNDS = 5
-DEFAULT_BATCH = (
-    10  # commits per lockstep round, beside the anchor and its copy (each driver holds ~0.55 GB)
-)
+# commits per lockstep round, beside the anchor and its copy: a group of the gate's size, so a
+# commit reads the size its gate and bisect read (bench.real.process.LOCKSTEP_GROUP)
+DEFAULT_BATCH = LOCKSTEP_GROUP - 2
 
 
 def progress(msg: str) -> None:

@@ -39,7 +39,7 @@ from bench.gate.render import render_markdown, render_terminal
 from bench.real import presets as rp
 from bench.real.measure import MIN_MATCHED_SHARE, matched_share, values
 from bench.real.presets import RealPreset
-from bench.real.process import predecessors, run_lockstep
+from bench.real.process import LOCKSTEP_GROUP, predecessors, run_lockstep
 from bench.real.profile.render import where_section
 from bench.real.profile.run import where_moved
 from bench.real.run import Revision, job, prepare, progress
@@ -48,13 +48,14 @@ from bench.stats.classify import gate_verdict
 from bench.stats.paired import PairedChange, paired_change
 
 SCHEMA = "reqstate-bench-gate/1"
-# The judgement's test is Wilcoxon's signed-rank over rounds (bench.stats.robust.compare): with
-# fewer than 6 rounds no outcome reaches p < 0.05, so a smaller gate could never fail.
+# The judgement is a t interval over rounds (bench.stats.paired); at fewer than 6 the smallest
+# change flagged 80% of the time (gate.md prints it) is wider than the 5% a gate usually bounds.
 MIN_ROUNDS = 6
 # Four processes a round: the baseline twice and the candidate twice, so that the A/A contrast
 # (the copies against the first two, one of each code on each side) has the change's variance
 # and the turn order favours no code (bench.real.process.turn_orders).
 SIDES = ("base", "base_copy", "candidate", "candidate_copy")
+assert len(SIDES) == LOCKSTEP_GROUP
 GATED_METRIC = "iteration"
 INFO_METRICS = ("decode", "extend")
 WHERE_ROWS = 5  # gate.md's rows of the functions whose time moved

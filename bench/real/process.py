@@ -29,6 +29,7 @@ import os
 import queue
 import random
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -48,6 +49,17 @@ class Env(Protocol):
 
 
 DEFAULT_TIMEOUT_S = 3600.0
+# Processes of one lockstep group: the gate's four sides (bench.real.gate.SIDES), and a history
+# round's anchor, its copy and two commits. A process's iteration costs more the more others run
+# between two of its own, and a change reads larger (docs/REAL.md, "What runs between two
+# iterations": -5.39% with 1 other, -6.14% with 3, a history round of 13 processes -7.02%), so
+# every command that sizes a commit runs groups of this many, for one commit one size.
+LOCKSTEP_GROUP = 4
+# where the torch distributed ports of a group are drawn from: below the kernel's ephemeral
+# range, so that no port another process was just handed (PortArgs takes a free one by binding
+# port 0 and closing it) can be the one a driver binds next
+PORT_SPAN = 8000
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -171,6 +183,37 @@ def run_one(
     return out
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(EPHEMERAL_RANGE.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def distinct_ports(n: int, rng: random.Random) -> list[int]:
+    """n different free TCP ports below the ephemeral range, one per driver of a group: each
+    binds its own for torch distributed's store. Left to the revision, every driver takes a free
+    port of the ephemeral range at start-up, and two started together can be handed the same
+    one (a 13-process history round failed on EADDRINUSE so)."""
+    low = _ephemeral_low()
+    start = max(1024, low - PORT_SPAN)
+    candidates = list(range(start, low))
+    rng.shuffle(candidates)
+    ports = [p for p in itertools.islice(filter(_free, candidates), n)]
+    if len(ports) < n:
+        raise RuntimeError(f"fewer than {n} free ports in {start}..{low - 1}")
+    return ports
+
+
 def williams_rows(n: int) -> list[list[int]]:
     """A Williams design: orders of 0..n-1 in which every ordered pair (a before b, adjacent)
     occurs equally often (once in n rows for even n; twice in 2n rows, each row and its reverse,
@@ -238,9 +281,11 @@ def run_lockstep(
             pending[j].append(where)
         return pending[i].pop(0)
 
+    ports = distinct_ports(len(units), random.Random(rng.random()))
     try:
         for i, (env, tree, job) in enumerate(units):
-            job = {**job, "plan": {**job["plan"], "lockstep": True}}
+            server = {"nccl_port": ports[i], **job.get("server", {})}
+            job = {**job, "plan": {**job["plan"], "lockstep": True}, "server": server}
             procs.append(DriverProcess(env, tree, job, events=events, index=i))
         state = {i: next_event(i) for i in range(len(procs))}  # each settled, or gone
         settled = {i: int(w.split()[1]) for i, w in state.items() if w.startswith("steady ")}
