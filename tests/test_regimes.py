@@ -22,14 +22,15 @@ from bench.stats.rounds import Rounds
 
 
 def test_llc_and_sweep_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for i, size in enumerate(("32K", "1024K", "49152K")):
+    for i, size in enumerate(("32K", "1024K", "491520K")):
         d = tmp_path / f"index{i}"
         d.mkdir()
         (d / "size").write_text(size + "\n")
     monkeypatch.delenv(cpucache.SWEEP_ENV, raising=False)
     monkeypatch.setattr(cpucache, "CACHE_DIR", tmp_path)
-    assert cpucache.llc_bytes() == 48 << 20
-    assert regime.sweep_bytes() == 96 << 20  # twice the LLC
+    assert cpucache.llc_bytes() == 480 << 20
+    # what a VM reports (the host's cache) never sizes the sweep: the run's probe does
+    assert regime.sweep_bytes() == regime.DEFAULT_SWEEP_BYTES
     assert regime.sweep_bytes(8) == 8 << 20  # as configured
     monkeypatch.setenv(cpucache.SWEEP_ENV, "16")
     assert regime.sweep_bytes() == 16 << 20  # the machine's, where the run sets none
@@ -159,11 +160,61 @@ def test_selfcheck_scan_round_trips_and_judges() -> None:
     assert check.scan_agreement("warm") == pytest.approx(38.9 / 39.0)
     lines = {ln.split()[0]: ln for ln in check.scan_lines()[2:]}
     assert lines["warm"].endswith("agrees")
-    assert lines["cold"].endswith("DISAGREES")
+    assert lines["cold"].endswith("disagrees")
+
+
+def _scan_check(warm: float, cold: float, *, sweeps: tuple[int, int] = (256, 256)) -> SelfCheck:
+    return SelfCheck(
+        live=1000,
+        request_model="m",
+        timeit_ns={"weakkey": 150.0},
+        suite_ns={"weakkey": 152.0},
+        scan_batch=256,
+        scan_timeit_us={"warm": 40.0 * warm, "cold": 200.0 * cold},
+        scan_suite_us={"warm": 40.0, "cold": 200.0},
+        scan_sweep_mb=sweeps[0],
+        suite_sweep_mb=sweeps[1],
+    )
+
+
+def test_the_selfcheck_says_disagrees_beside_a_ratio_outside_its_tolerance() -> None:
+    """The line a run printed: "agrees ... decode scan warm 0.713, decode scan cold 0.540". Every
+    figure now carries its own word, and each disagreement its likely cause."""
+    check = _scan_check(0.713, 0.540, sweeps=(64, 960))
+    brief = check.brief()
+    head = brief.splitlines()[0]
+    assert "get_hit weakkey 0.987 agrees" in head
+    assert "decode scan in cache 0.713 disagrees" in head
+    assert "decode scan evicted 0.540 disagrees" in head
+    causes = check.disagreements()
+    assert len(causes) == 2
+    assert "whole decode iteration net of control" in causes[0]
+    assert "timeit swept 64 MiB" in causes[1] and "the suite 960" in causes[1]
+    assert all(line in brief for line in causes)
+    assert _scan_check(0.95, 1.05).disagreements() == []
+    assert "disagrees" not in _scan_check(0.95, 1.05).brief()
+
+
+def test_a_disagreement_reaches_the_summary_the_markdown_and_the_report_first_screen(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from bench.report import pr
+    from bench.report.html import pr_section
+    from bench.report.load import load_run
+    from tests.fixtures.make_run import write_run
+
+    run = dataclasses.replace(load_run(write_run(tmp_path)), selfcheck=_scan_check(0.713, 1.0))
+    summary = pr.build(run)
+    assert len(summary.warnings) == 1 and "0.713" in summary.warnings[0]
+    assert "WARNING: selfcheck disagrees: decode scan in cache" in pr.terminal(summary)
+    assert "**Warning:** selfcheck disagrees" in pr.markdown(summary, [])
+    assert "selfcheck disagrees: decode scan in cache" in str(pr_section(run))
 
 
 def test_selfcheck_times_the_scan_in_both_regimes() -> None:
-    from bench.orchestration.selfcheck import time_scan_us
+    from bench.measure.scan import time_scan_us
 
     for name in ("warm", "cold"):
         values = time_scan_us(8, "fork-c96e68b62b", name, neighbours=1, churn=0.5)
@@ -215,3 +266,41 @@ def test_the_environment_records_the_llc_and_a_comparison_names_a_change_of_it()
     assert machine_differences(small, large) == [f"llc_bytes (base {32 << 20}, head {480 << 20})"]
     assert machine_differences(unknown, large) == []  # a run that did not record it
     assert machine_differences(small, small) == []
+
+
+def test_the_sweep_is_the_smallest_after_which_the_scan_slows_no_further() -> None:
+    from bench.measure import sweep_probe
+
+    # the curve measured here on 2026-12-03 (µs per scan after each sweep, MiB)
+    curve = {4: 62.0, 16: 85.0, 64: 95.0, 128: 182.0, 256: 256.0, 512: 229.0, 1024: 233.0}
+    assert sweep_probe.choose(curve) == 256
+    assert sweep_probe.choose({4: 100.0, 8: 101.0, 1024: 102.0}) == 4  # no cache to leave
+
+
+def test_a_run_sizes_its_cold_sweep_once_per_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import suites
+    from bench.commands import run as run_cmd
+    from bench.measure import sweep_probe
+
+    monkeypatch.setenv("REQSTATE_CACHE", str(tmp_path))
+    monkeypatch.delenv(cpucache.SWEEP_ENV, raising=False)
+    probes: list[int] = []
+
+    def probe(_model: str = "") -> dict[str, object]:
+        probes.append(1)
+        return {"curve_us": {64: 100.0, 128: 190.0, 1024: 200.0}, "sweep_mb": 128}
+
+    monkeypatch.setattr(sweep_probe, "probe", probe)
+    config = suites.default_config()
+    for _ in range(2):
+        sized = run_cmd.with_measured_sweep(config)
+        assert sized.suite("step").cold_sweep_mb == 128
+        assert sized.suite("lookup").cold_sweep_mb == 128
+    assert len(probes) == 1  # kept in the user's cache, keyed by the machine
+    assert run_cmd.with_measured_sweep(config.with_suite("step", cold_sweep_mb=32)).suite(
+        "step"
+    ).cold_sweep_mb == 32  # a size the user set stands
+    monkeypatch.setenv(cpucache.SWEEP_ENV, "16")
+    assert run_cmd.with_measured_sweep(config).suite("step").cold_sweep_mb == 0  # the machine's

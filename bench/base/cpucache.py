@@ -1,10 +1,13 @@
-"""The CPU's last-level cache as the kernel reports it: the cold regimes size their eviction
-from it (bench.measure.regime.sweep_bytes) and a run's environment records it, since two
-machines with the same CPU name can differ here (a VM's host decides)."""
+"""The CPU's last-level cache as the kernel reports it, which a run's environment records,
+since two machines with the same CPU name can differ here (a VM's host decides); and what
+describes a machine, which keys what is measured of it once (bench.measure.sweep_probe: the cold
+regimes size their eviction from a measurement, not from this report)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
 from pathlib import Path
 
 from bench.base.errors import UsageError
@@ -39,3 +42,22 @@ def sweep_env_mb() -> int | None:
     if not raw.isdigit() or int(raw) <= 0:
         raise UsageError(f"{SWEEP_ENV} must be a positive number of MiB, got {raw!r}")
     return int(raw)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_key() -> str:
+    """A short name for this machine: host, CPU model, cores and the cache reported; what it
+    has measured of itself once is kept under it."""
+    text = "|".join(
+        [platform.node(), cpu_model(), str(os.cpu_count()), str(llc_bytes()), platform.machine()]
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

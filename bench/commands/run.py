@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import suites
+from bench.base.cpucache import sweep_env_mb
 from bench.base.errors import EXIT_FAILED, UsageError
 from bench.base.storage import DEFAULT_REPORTS_DIR, latest_run_dir, read_json, write_json
 from bench.commands.real import add_run_options, run_real
@@ -29,6 +30,7 @@ from bench.config.cliargs import (
 )
 from bench.config.runconfig import RunConfig
 from bench.core import scenarios
+from bench.measure.sweep_probe import cached_sweep_mb
 from bench.orchestration import sequence
 from bench.orchestration.selfcheck import SELFCHECK_FILE, selfcheck
 from bench.runformat.schema import MANIFEST, Manifest
@@ -214,6 +216,35 @@ def _with_config_file(path: Path, given: dict[str, Any], base: RunConfig) -> Run
         raise UsageError(f"{path}: {exc}") from None
 
 
+# The suites with a cold regime, whose sweep the run sizes (bench.measure.regime.sweep_bytes).
+COLD_SUITES = ("step", "lookup")
+
+
+def with_measured_sweep(config: RunConfig) -> RunConfig:
+    """The cold regimes' sweep sized by this machine's probe (bench.measure.sweep_probe), where
+    neither --set nor the machine's setting sized it; said on stderr."""
+    unsized = [
+        name
+        for name in COLD_SUITES
+        if name in config.suites
+        and "cold" in config.suite(name).regimes
+        and config.suite(name).cold_sweep_mb == 0
+    ]
+    if not unsized or sweep_env_mb() is not None:
+        return config
+    mb, probe = cached_sweep_mb()
+    curve = ", ".join(f"{k} MiB {v:g}" for k, v in probe["curve_us"].items())
+    print(
+        f"cold sweep: {mb} MiB, the smallest after which the decode scan costs "
+        f"{probe['plateau']:.0%} of what it costs after 1 GiB on this machine (µs per scan: "
+        f"{curve}; the kernel reports a {probe['reported_llc_mb']} MiB last-level cache)",
+        file=sys.stderr,
+    )
+    for name in unsized:
+        config = config.with_suite(name, cold_sweep_mb=mb)
+    return config
+
+
 def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifest, RunConfig]:
     """A fresh run folder with its manifest. Revisions (--target) are written into it as
     strategy files (run/targets/, bench/target/select.py), measured as external strategies and
@@ -245,6 +276,7 @@ def _new_run(config: RunConfig, args: argparse.Namespace) -> tuple[Path, Manifes
             # evicted; with its own Req -2.0 and -40.0, the rest being the union of replayed
             # loops that control runs and that base, which has no decode scan, does not)
             config = replace(config, request_model=str(base_model))
+    config = with_measured_sweep(config)
     command = "python -m bench " + " ".join(shlex.quote(a) for a in args.argv)
     manifest = sequence.start(config, run_dir, command, targets=targets)
     return run_dir, manifest, config

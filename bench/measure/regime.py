@@ -12,9 +12,11 @@ decode cost). So each step figure is taken in a declared regime:
            their memory is in cache, as after the real scheduler's own passes over the batch
            (prepare_for_decode, result processing and output streaming each visit every request
            of the batch every iteration: bench/core/hotpath.py)
-    cold   right before the timed iteration, a buffer larger than the last-level cache is
-           read (CacheSweep): the requests' memory is evicted, as after other work (the
-           forward's launch work, other processes on the same socket) ran between iterations
+    cold   right before the timed iteration, a buffer is read (CacheSweep), as large as this
+           machine needs for a larger one to slow the decode scan no further
+           (bench.measure.sweep_probe): the requests' memory is evicted, as after other work
+           (the forward's launch work, other processes on the same socket) ran between
+           iterations
 
 Both are set untimed and per scheduler, so the regime does not depend on how many schedulers
 are interleaved or what else runs on the machine.
@@ -25,28 +27,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from bench.base.cpucache import llc_bytes, sweep_env_mb
+from bench.base.cpucache import sweep_env_mb
 from bench.config.runconfig import STEP_REGIMES as REGIMES
 
-# The sweep when the last-level cache size cannot be read: 64 MiB (twice the 32 MiB L3 of the
-# 2-core EPYC VM the defaults were measured on).
+# The sweep when nothing sized it: 64 MiB. `bench run` sizes it from a probe of this machine
+# (bench.measure.sweep_probe) and passes it in the configuration; this default is for a worker
+# or a tool run without one.
 DEFAULT_SWEEP_BYTES = 64 << 20
-# How many times the last-level cache the sweep writes (once is not enough: replacement is
-# not strictly LRU, and the sweep's own lines must push every earlier line out).
-SWEEP_FACTOR = 2
 
 
 def sweep_bytes(configured_mb: int = 0) -> int:
-    """The sweep's size: as configured (MiB), else the machine's (bench.base.cpucache.SWEEP_ENV),
-    else SWEEP_FACTOR x the last-level cache the kernel reports (on a VM, the host's, which the
-    CPU's name does not tell: docs/LOOKUP.md)."""
+    """The sweep's size: as configured (MiB: the run's probe of the machine, or --set), else
+    the machine's (bench.base.cpucache.SWEEP_ENV), else DEFAULT_SWEEP_BYTES. Never the
+    last-level cache the kernel reports: on a VM that is the host's (480 MiB on this project's
+    machine, whose scan stops slowing past a 256 MiB sweep), and the run's length followed it."""
     if configured_mb > 0:
         return configured_mb << 20
     machine_mb = sweep_env_mb()
     if machine_mb:
         return machine_mb << 20
-    llc = llc_bytes()
-    return max(DEFAULT_SWEEP_BYTES, SWEEP_FACTOR * llc) if llc else DEFAULT_SWEEP_BYTES
+    return DEFAULT_SWEEP_BYTES
 
 
 # Bytes between the loads of a sweep: one per cache line.

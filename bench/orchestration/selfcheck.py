@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 from bench.base.storage import write_json
 from bench.core.reqmodel import DEFAULT_MODEL
 from bench.core.workload import make_request_class
-from bench.measure.regime import touch_requests
+from bench.measure.regime import sweep_bytes
+from bench.measure.scan import SCAN_STRATEGY, time_scan_us
 from bench.runformat.schema import DEFAULT_WORKERS, REPEATS, SELFCHECK_FILE, SelfCheck
 from strategies import load_builtin
 
@@ -65,75 +66,6 @@ def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[f
     for r in reqs:
         strategy.release(r)
     return per_op
-
-
-# The scan: the PR's capture-layer lookup as ForwardBatch.init_new runs it on a decode node
-# (hidden_state.py:35-41 at bytedance-iaas/sglang 32990a0560): get-or-create per request until one
-# has layers; no decode request has any.
-SCAN = """
-for r in reqs:
-    layer_ids = get(r).capture_layer_ids
-    if layer_ids:
-        break
-"""
-SCAN_STRATEGY = "pr652"
-# Scans timed per regime, one per repeat (after a sweep, in the cold regime).
-COLD_REPEATS = 200
-COLD_SWEEP_BYTES = 64 << 20  # larger than the last-level cache of the machines it ran on
-
-
-def time_scan_us(
-    batch: int, request_model: str, regime: str, neighbours: int = 0, churn: float = 0.0
-) -> list[float]:
-    """µs per decode scan of `batch` requests holding their state, one scan per repeat:
-    warm, after the suite's warm read of the batch (every attribute of every request and its
-    state: bench.measure.regime.touch_requests, in the timeit setup, untimed), so both figures
-    are taken in one regime; cold, after reading one byte of every 64-byte line
-    of a 64 MiB buffer (in the timeit setup, untimed; a plain memset would bypass the caches).
-    `neighbours` requests are built after each scanned one and kept: the heap the suite's
-    interleaved schedulers give the scan's requests (one request of each other scheduler in
-    turn), which sets how many pages a cold scan touches. `churn` requests per scan are
-    replaced (on average), as the decode batch replaces finished ones: the new one's state is
-    created by the scan, the old one dies in the timed statement (its weak reference's
-    callback removes the table entry), as both happen inside a decode iteration."""
-
-    strategy = load_builtin(SCAN_STRATEGY)
-    cls = make_request_class(strategy, model=request_model)
-    plain = make_request_class(None, model=request_model)
-    ids = array("q", range(16))
-    reqs: list[object] = []
-    kept: list[object] = []
-    serial = 0
-
-    def build() -> object:
-        nonlocal serial
-        serial += 1
-        kept.extend(plain(f"n-{serial}-{j}", ids, 1) for j in range(neighbours))
-        return cls(f"scan-{serial}", ids, 1)
-
-    for _ in range(batch):
-        reqs.append(build())
-        strategy.get(reqs[-1])
-    buf = bytearray(COLD_SWEEP_BYTES)
-    dead: list[object] = []
-    owed = [0.0]
-
-    def setup() -> None:
-        owed[0] += churn
-        while owed[0] >= 1.0:  # finished requests leave, new ones arrive without state
-            owed[0] -= 1.0
-            dead.append(reqs.pop(0))
-            reqs.append(build())
-        if regime == "cold":
-            buf[::64]
-        else:
-            touch_requests(reqs, strategy.peek, strategy.fields)
-
-    names = {"reqs": reqs, "get": strategy.get, "setup": setup, "dead": dead}
-    timer = timeit.Timer("dead.clear()" + SCAN, setup="setup()", globals=names)
-    timer.timeit(number=1)  # first call: imports and caches out of the way
-    repeats = COLD_REPEATS
-    return [t * 1e6 for t in timer.repeat(repeats, 1)]
 
 
 def suite_scan_figures(run: RunData) -> tuple[int, int, float, dict[str, float]]:
@@ -257,9 +189,13 @@ def selfcheck(
             result.scan_neighbours = max(0, schedulers - 1)
             result.scan_churn = churn
             result.scan_suite_us = suite_scan
+            # the suite's own sweep: a cold figure is compared in the regime it was taken in
+            # (the 64 MiB the check once read beside the suite's 960 read 0.54 of it)
+            sweep = sweep_bytes(run.config.suite(STEP).cold_sweep_mb)
+            result.scan_sweep_mb = result.suite_sweep_mb = sweep >> 20
             result.scan_timeit_us = {
                 regime: statistics.median(
-                    time_scan_us(batch, model, regime, result.scan_neighbours, churn)
+                    time_scan_us(batch, model, regime, result.scan_neighbours, churn, sweep)
                 )
                 for regime in suite_scan
             }

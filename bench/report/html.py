@@ -18,7 +18,7 @@ from bench.report.profile import profile_section
 from bench.report.text import TIMES, esc_html, fmt, fmt_ci, fmt_p, fmt_ratio
 from bench.report.verdict import Entry, Family, Verdict, axis_values, describe_family
 from bench.report.views import cross_suite
-from bench.runformat.schema import StrategyMeta
+from bench.runformat.schema import REGIME_WORDS, StrategyMeta
 from bench.stats.derive import Summary
 
 
@@ -405,14 +405,26 @@ def selfcheck_section(run: RunData) -> Html | None:
         agreement = check.agreement(strategy)
         rows.append(
             (
-                td(tag("code", strategy)),
-                num(f"{mine:.1f}"),
-                num("" if suite is None else f"{suite:.1f}"),
+                td(tag("code", f"get_hit {strategy}")),
+                num(f"{mine:.1f} ns"),
+                num("" if suite is None else f"{suite:.1f} ns"),
                 num("" if agreement is None else f"{agreement:.3f}"),
-                "" if agreement is None else ("agrees" if check.agrees(strategy) else "disagrees"),
+                "" if agreement is None else check.word(agreement),
             )
         )
-    head = ("strategy", "timeit ns", "suite ns (warm get_hit)", "timeit / suite", "")
+    for regime, mine in check.scan_timeit_us.items():
+        suite = check.scan_suite_us.get(regime)
+        agreement = check.scan_agreement(regime)
+        rows.append(
+            (
+                td(f"decode scan, {REGIME_WORDS.get(regime, regime)}"),
+                num(f"{mine:.1f} µs"),
+                num("" if suite is None else f"{suite:.1f} µs"),
+                num("" if agreement is None else f"{agreement:.3f}"),
+                "" if agreement is None else check.word(agreement),
+            )
+        )
+    head = ("figure", "timeit", "suite", "timeit / suite", "")
     return section(
         "selfcheck",
         "Self-check: the suite against plain timeit",
@@ -445,6 +457,7 @@ def pr_section(run: RunData) -> Html:
         parts.append(
             tag("p", tag("strong", "Verdict: "), " ".join(summary.verdict), class_="verdict")
         )
+    parts += [tag("p", tag("strong", "Warning: "), w, class_="banner") for w in summary.warnings]
     return section("summary", "Summary", *parts)
 
 

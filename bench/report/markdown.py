@@ -87,15 +87,12 @@ def details_lines(run: RunData) -> list[str]:
     if sentence:
         out.append(sentence)
     c = run.selfcheck
-    if c is not None and c.suite_ns:
-        parts = [f"{s} {a:.2f}" for s in c.timeit_ns if (a := c.agreement(s)) is not None]
+    if c is not None and c.items():
+        words = [f"{item} {a:.2f} {c.word(a)}" for item, a in c.items()]
         out.append(
-            f"Self-check, plain timeit / suite, warm get_hit at live={c.live:,}: "
-            + ", ".join(parts)
+            f"Self-check, plain timeit / suite (tolerance ±{c.tolerance:.0%}; get_hit warm at "
+            f"live={c.live:,}): " + "; ".join(words)
         )
-    if c is not None and c.scan_timeit_us:
-        parts = [f"{r} {a:.2f}" for r in c.scan_timeit_us if (a := c.scan_agreement(r)) is not None]
-        out.append("Self-check, the decode scan, timeit / suite: " + ", ".join(parts))
     return out
 
 

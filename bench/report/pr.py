@@ -73,6 +73,8 @@ class PrSummary:
     footnote: bool = False
     status: str = "complete"
     failures: list[str] = field(default_factory=list)  # suites that failed or did not finish
+    # what the reader must know before trusting the table: the self-check's disagreements
+    warnings: list[str] = field(default_factory=list)
 
 
 def _processes(run: RunData) -> str:
@@ -361,6 +363,7 @@ def build(run: RunData) -> PrSummary:
         footnote=footnote,
         status=run.status,
         failures=failures(run),
+        warnings=run.selfcheck.disagreements() if run.selfcheck is not None else [],
     )
 
 
@@ -429,6 +432,8 @@ def markdown(pr: PrSummary, details: list[str], blocks: list[str] | None = None)
         out += [esc_md(line), ""]
     if pr.verdict:
         out += ["**Verdict:** " + " ".join(esc_md(v) for v in pr.verdict), ""]
+    for warning in pr.warnings:
+        out += [f"**Warning:** {esc_md(warning)}", ""]
     if details or blocks:
         out += ["<details><summary>Precision, self-check, revisions</summary>", ""]
         if details:
@@ -486,4 +491,6 @@ def terminal(pr: PrSummary) -> str:
         lines.append("")
     for text in [*pr.lines, *(["Verdict: " + " ".join(pr.verdict)] if pr.verdict else [])]:
         lines += [*wrap(text), ""]
+    for warning in pr.warnings:
+        lines += [*wrap("WARNING: " + warning), ""]
     return "\n".join(lines)

@@ -493,6 +493,8 @@ def read_extra_file(
 # -- selfcheck.json: the lookup suite's warm figures against plain timeit (bench/orchestration/selfcheck.py) ----
 
 SELFCHECK_FILE = "selfcheck.json"
+# The regimes as the report names them.
+REGIME_WORDS = {"warm": "in cache", "cold": "evicted"}
 # Repeats of one autoranged timing (each >= 0.2 s); the median is reported, as the suite reports
 # medians.
 REPEATS = 5
@@ -522,6 +524,9 @@ class SelfCheck:
     scan_churn: float = 0.0  # requests replaced per scan (states created per iteration)
     scan_timeit_us: dict[str, float] = field(default_factory=dict)
     scan_suite_us: dict[str, float] = field(default_factory=dict)
+    # The cold sweeps, MiB: the one timeit read before each cold scan, and the suite's.
+    scan_sweep_mb: int = 0
+    suite_sweep_mb: int = 0
 
     def scan_agreement(self, regime: str) -> float | None:
         suite = self.scan_suite_us.get(regime)
@@ -543,9 +548,7 @@ class SelfCheck:
         for regime, mine in self.scan_timeit_us.items():
             a = self.scan_agreement(regime)
             suite = self.scan_suite_us.get(regime)
-            verdict = (
-                "" if a is None else ("agrees" if abs(a - 1) <= self.tolerance else "DISAGREES")
-            )
+            verdict = "" if a is None else self.word(a)
             out.append(
                 f"   {regime:<12} {mine:>10.1f} {'-' if suite is None else f'{suite:.1f}':>10} "
                 f"{'-' if a is None else f'{a:.3f}':>13}  {verdict}"
@@ -581,7 +584,7 @@ class SelfCheck:
         for s in self.timeit_ns:
             a = self.agreement(s)
             suite = self.suite_ns.get(s)
-            verdict = "" if a is None else ("agrees" if self.agrees(s) else "DISAGREES")
+            verdict = "" if a is None else self.word(a)
             out.append(
                 f"   {s:<12} {self.timeit_ns[s]:>10.1f} "
                 f"{'-' if suite is None else f'{suite:.1f}':>10} "
@@ -601,20 +604,68 @@ class SelfCheck:
             out.append(
                 "   no suite figures to compare with (no run, or no warm get_hit at this size)"
             )
-        return out + self.scan_lines()
+        return out + self.scan_lines() + [f"   {line}" for line in self.disagreements()]
+
+    def word(self, agreement: float) -> str:
+        """What a timeit/suite ratio says: within the tolerance or not."""
+        return "agrees" if abs(agreement - 1.0) <= self.tolerance else "disagrees"
+
+    def items(self) -> list[tuple[str, float]]:
+        """Every figure compared, in words, with its timeit/suite ratio."""
+        out = [(f"get_hit {s}", a) for s in self.timeit_ns if (a := self.agreement(s)) is not None]
+        for regime in self.scan_timeit_us:
+            if (a := self.scan_agreement(regime)) is not None:
+                out.append((f"decode scan {REGIME_WORDS.get(regime, regime)}", a))
+        return out
+
+    def disagreements(self) -> list[str]:
+        """One line per figure outside the tolerance, with its likely cause."""
+        out = []
+        for item, a in self.items():
+            if self.word(a) == "agrees":
+                continue
+            out.append(
+                f"selfcheck disagrees: {item}, timeit/suite {a:.3f} (outside "
+                f"+-{self.tolerance:.0%}); likely cause: {self._cause(item, a)}"
+            )
+        return out
+
+    def _cause(self, item: str, agreement: float) -> str:
+        if item.startswith("decode scan") and item.endswith("evicted"):
+            if self.scan_sweep_mb and self.suite_sweep_mb != self.scan_sweep_mb:
+                return (
+                    f"timeit swept {self.scan_sweep_mb} MiB before each scan, the suite "
+                    f"{self.suite_sweep_mb or 'its default'}: the two are not evicted alike"
+                )
+            return (
+                "how far the requests are evicted depends on the heap's layout, which a plain "
+                "loop's requests (built in one go) share only in part with the suite's"
+            )
+        if item.startswith("decode scan") and agreement < 1:
+            return (
+                "the suite's figure is the whole decode iteration net of control; a scan timed "
+                "alone leaves out what the state costs the rest of the iteration (the scan's "
+                "lines displacing the iteration's own, the states of finished requests dying): "
+                "docs/REGIMES.md, 'The cross-check'"
+            )
+        if agreement > 1:
+            return (
+                "the plain loop read more than the suite: the machine's load while it ran "
+                "(after the suites, minutes later), or a regime the suite does not reach"
+            )
+        return (
+            "the suite read more than a plain loop: its population, visiting order or hash "
+            "seed differ from the loop's, or the machine's load moved between the two"
+        )
 
     def brief(self) -> str:
-        """One line for the run's terminal output (the full table: --verbose, selfcheck.json)."""
-        checked = [s for s in self.timeit_ns if self.agrees(s) is not None]
-        ok = sum(bool(self.agrees(s)) for s in checked)
-        parts = [
-            f"selfcheck: plain timeit agrees with the suite for {ok} of {len(checked)} get_hit"
-        ]
-        for regime in self.scan_timeit_us:
-            a = self.scan_agreement(regime)
-            if a is not None:
-                parts.append(f"decode scan {regime} {a:.3f}")
-        return ", ".join(parts) + f" (timeit/suite, tolerance +-{self.tolerance:.0%})"
+        """The run's terminal lines (the full table: --verbose, selfcheck.json): every figure
+        with its word, then each disagreement and its likely cause."""
+        words = [f"{item} {a:.3f} {self.word(a)}" for item, a in self.items()]
+        head = f"selfcheck (timeit/suite, tolerance +-{self.tolerance:.0%}): " + (
+            "; ".join(words) if words else "nothing to compare"
+        )
+        return "\n".join([head, *self.disagreements()])
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -639,6 +690,8 @@ class SelfCheck:
                 scan_churn=float(raw.get("scan_churn", 0.0)),
                 scan_timeit_us={str(k): float(v) for k, v in raw.get("scan_timeit_us", {}).items()},
                 scan_suite_us={str(k): float(v) for k, v in raw.get("scan_suite_us", {}).items()},
+                scan_sweep_mb=int(raw.get("scan_sweep_mb", 0)),
+                suite_sweep_mb=int(raw.get("suite_sweep_mb", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"selfcheck: {type(exc).__name__}: {exc}") from None

@@ -86,8 +86,8 @@ class Options(SuiteOptions):
     # lookups (a cold lookup costs ~0.2-1 us here, so a value lasts ~0.2-1 ms: one pass of the
     # 1e3 table, or 1e3 of a larger table's sample)
     cold_lookups: int = 1_000
-    # The eviction before each cold pass, in MiB (0: twice the last-level cache the kernel
-    # reports, at least 64 MiB; bench.measure.regime.sweep_bytes, as the step suite's).
+    # The eviction before each cold pass, in MiB (0: the size `bench run` measured this machine
+    # to need, bench.measure.sweep_probe; bench.measure.regime.sweep_bytes, as the step suite's).
     cold_sweep_mb: int = 0
 
     POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ("cold_sweep_mb",)

@@ -78,8 +78,8 @@ class Options(SuiteOptions):
     # before each iteration. A cold case is its own case (`regime=cold` in its names) and
     # measures the headline designs only: the baseline, its A/A twins, control and revisions.
     regimes: tuple[str, ...] = ("warm", "cold")
-    # The cold regime's sweep in MiB (0: twice the last-level cache the kernel reports, at
-    # least 64 MiB).
+    # The cold regime's sweep in MiB (0: the size `bench run` measured this machine to need,
+    # bench.measure.sweep_probe; never the last-level cache the kernel reports).
     cold_sweep_mb: int = 0
     # Untimed iterations, interleaved over every scheduler of a case, before any is timed: -1,
     # the scenario's (bench.core.scheduler.history_steps: a decode batch built in one go is
