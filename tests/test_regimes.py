@@ -188,9 +188,14 @@ def test_the_selfcheck_says_disagrees_beside_a_ratio_outside_its_tolerance() -> 
     assert "decode scan evicted 0.540 disagrees" in head
     causes = check.disagreements()
     assert len(causes) == 2
+    assert "decode scan in cache 0.713" in causes[0]
     assert "whole decode iteration net of control" in causes[0]
     assert "timeit swept 64 MiB" in causes[1] and "the suite 960" in causes[1]
-    assert all(line in brief for line in causes)
+    two = SelfCheck(
+        live=1, request_model="m", timeit_ns={"a": 2.0, "b": 2.0}, suite_ns={"a": 1.0, "b": 1.0}
+    )
+    assert len(two.disagreements()) == 1  # one line per cause, naming every figure it explains
+    assert "get_hit a 2.000, get_hit b 2.000" in two.disagreements()[0]
     assert _scan_check(0.95, 1.05).disagreements() == []
     assert "disagrees" not in _scan_check(0.95, 1.05).brief()
 
@@ -299,8 +304,11 @@ def test_a_run_sizes_its_cold_sweep_once_per_machine(
         assert sized.suite("step").cold_sweep_mb == 128
         assert sized.suite("lookup").cold_sweep_mb == 128
     assert len(probes) == 1  # kept in the user's cache, keyed by the machine
-    assert run_cmd.with_measured_sweep(config.with_suite("step", cold_sweep_mb=32)).suite(
-        "step"
-    ).cold_sweep_mb == 32  # a size the user set stands
+    assert (
+        run_cmd.with_measured_sweep(config.with_suite("step", cold_sweep_mb=32))
+        .suite("step")
+        .cold_sweep_mb
+        == 32
+    )  # a size the user set stands
     monkeypatch.setenv(cpucache.SWEEP_ENV, "16")
     assert run_cmd.with_measured_sweep(config).suite("step").cold_sweep_mb == 0  # the machine's

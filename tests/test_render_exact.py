@@ -65,12 +65,13 @@ def test_summary_markdown(run: Path) -> None:
     row = next(ln for ln in md.splitlines() if ln.startswith("| prefill-dspark |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # pr652 100 - control 50 = 50 µs; declared 80 - 50 = 30 µs (the cheapest: the run has no
-    # dynattr); paired difference -20 µs exactly; 50 µs of a 1,200 ms forward; 160 lookups
+    # dynattr); paired difference -20 µs exactly; 50 µs of a 1,200 ms forward; 160 lookups.
+    # The run has 2 worker processes: no interval is printed from so few (MIN_PROCESSES).
     assert cells == [
         "prefill-dspark",
-        "50.0 \\[50.0, 50.0\\]",
-        "declared (per\\_field) 30.0 \\[30.0, 30.0\\]",
-        "-20.0 \\[-20.0, -20.0\\]",
+        "50.0 \\[too few processes: 2\\]",
+        "declared (per\\_field) 30.0 \\[too few processes: 2\\]",
+        "-20.0 \\[too few processes: 2\\]",
         "0.0042%",
         "160.0 / 3.50 → 32.0 / 3.50",
     ]
@@ -78,8 +79,8 @@ def test_summary_markdown(run: Path) -> None:
     assert "(noisy)" not in md
     assert "¹" not in md
     verdict = next(ln for ln in md.splitlines() if ln.startswith("**Verdict:**"))
-    assert "pr652) costs 50.0 \\[50.0, 50.0\\] µs per iteration" in verdict
-    assert "(declared, per\\_field) costs 20.0 µs \\[20.0, 20.0\\] less" in verdict
+    assert "pr652) costs 50.0 \\[too few processes: 2\\] µs per iteration" in verdict
+    assert "(declared, per\\_field) differs from it by -20.0 µs per iteration there, from too few" in verdict
     assert verdict.count(". ") + 1 <= 3
 
 
@@ -142,8 +143,8 @@ def test_report_html(run: Path) -> None:
     assert order[-1] == "env"
     assert order.index("scenarios") < order.index("verdict") < order.index("lookup")
     summary = html[html.index('<section id="summary"') : html.index('<section id="scenarios"')]
-    assert "declared (per_field) 30.0 [30.0, 30.0]" in summary
-    assert "-20.0 [-20.0, -20.0]" in summary
+    assert "declared (per_field) 30.0 [too few processes: 2]" in summary
+    assert "-20.0 [too few processes: 2]" in summary
     # the verdict section's headline row of declared: its ratios and verdict word
     verdict = html[html.index('<section id="verdict"') :]
     row = re.search(r"<tr><td><code>declared</code>.*?</tr>", verdict, re.S)

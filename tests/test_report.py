@@ -33,7 +33,10 @@ SECTION_IDS = (
     "env",
 )
 # Every figure the suites declare, but the sweep's (the tiny run has data for all the others).
-PLOTS = tuple(f.name for view in viewspec.views() for f in view.figures if f.name != "sweep_cost")
+PLOTS = (
+    "overview",  # the first screen's figure (bench.report.overview)
+    *(f.name for view in viewspec.views() for f in view.figures if f.name != "sweep_cost"),
+)
 HOSTILE_RAW = "<script>alert(1)</script>"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 

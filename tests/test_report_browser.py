@@ -97,6 +97,7 @@ def test_screenshot_is_painted(browser_run: tuple[subprocess.CompletedProcess[st
 FIRST_SCREEN = (1400, 900)
 LAST_ROW_RGB = (255, 0, 255)
 VERDICT_RGB = (0, 255, 0)
+FIGURE_RGB = (0, 255, 255)
 
 
 def test_first_screen_shows_the_verdict_table(
@@ -109,6 +110,7 @@ def test_first_screen_shows_the_verdict_table(
     marks = (
         f"#summary table tr:last-child td {{ background: rgb{LAST_ROW_RGB} !important; }}"
         f" #summary p.verdict {{ background: rgb{VERDICT_RGB} !important; }}"
+        f" #summary figure img {{ outline: 8px solid rgb{FIGURE_RGB} !important; }}"
     )
     marked = tmp_path / "marked.html"
     marked.write_text(html.replace("</style>", marks + "</style>", 1), encoding="utf-8")
@@ -118,3 +120,5 @@ def test_first_screen_shows_the_verdict_table(
         colours = {rgb for _n, rgb in im.convert("RGB").getcolors(maxcolors=1 << 22) or []}
     assert LAST_ROW_RGB in colours, "the summary table's last row is below the first screen"
     assert VERDICT_RGB in colours, "the verdict is below the first screen"
+    assert FIGURE_RGB in colours, "the overview figure is not on the first screen"
+    assert 'alt="Cost per scheduler iteration net of control' in html

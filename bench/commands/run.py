@@ -233,7 +233,8 @@ def with_measured_sweep(config: RunConfig) -> RunConfig:
     if not unsized or sweep_env_mb() is not None:
         return config
     mb, probe = cached_sweep_mb()
-    curve = ", ".join(f"{k} MiB {v:g}" for k, v in probe["curve_us"].items())
+    points = sorted(probe["curve_us"].items(), key=lambda kv: int(kv[0]))
+    curve = ", ".join(f"{k} MiB {v:g}" for k, v in points)
     print(
         f"cold sweep: {mb} MiB, the smallest after which the decode scan costs "
         f"{probe['plateau']:.0%} of what it costs after 1 GiB on this machine (µs per scan: "

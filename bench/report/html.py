@@ -42,7 +42,7 @@ def figure(plot: Plot) -> Html:
     uri = "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
     return tag(
         "figure",
-        void("img", src=uri, alt=plot.title),
+        void("img", src=uri, alt=plot.alt or plot.title),
         tag(
             "figcaption",
             plot.title,
@@ -441,23 +441,29 @@ def selfcheck_section(run: RunData) -> Html | None:
     )
 
 
-def pr_section(run: RunData) -> Html:
-    """The PR section first (bench.report.pr): the table, the suites' lines, the verdict."""
+def pr_section(run: RunData, plots: list[Plot] | None = None) -> Html:
+    """The PR section first (bench.report.pr): the overview figure (bench.report.overview, the
+    table drawn), the self-check's warnings, the table, the verdict, the protocol, the suites'
+    lines."""
 
     summary = pr.build(run)
     rows = [[td(c) for c in pr.cells(summary, r)] for r in summary.rows]
+    first = [figure(p) for p in plots or [] if p.suite == "summary"]
+    # within a 1400x900 window: the figure, what must be known before trusting it, the table
+    # and the verdict; how it was measured and the suites' own lines after them
     parts: list[Any] = [
-        tag("p", summary.protocol, class_="note"),
+        *first,
+        *(tag("p", tag("strong", "Warning: "), w, class_="banner") for w in summary.warnings),
         table(pr.head(summary), rows) if rows else tag("p", "No scenario measured."),
     ]
     if summary.footnote:
         parts.append(tag("p", pr.FOOTNOTE, class_="note"))
-    parts += [tag("p", line) for line in summary.lines]
     if summary.verdict:
         parts.append(
             tag("p", tag("strong", "Verdict: "), " ".join(summary.verdict), class_="verdict")
         )
-    parts += [tag("p", tag("strong", "Warning: "), w, class_="banner") for w in summary.warnings]
+    parts.append(tag("p", summary.protocol, class_="note"))
+    parts += [tag("p", line) for line in summary.lines]
     return section("summary", "Summary", *parts)
 
 
@@ -494,7 +500,7 @@ def render_report(run: RunData, plots: list[Plot], metrics: list[Metric], verdic
         else Html("")
     )
     # what a reviewer decides with first; the environment and configuration last
-    parts: list[Any] = [header, nav, banner, pr_section(run)]
+    parts: list[Any] = [header, nav, banner, pr_section(run, plots)]
     parts += [section for _name, section in views]
     if failures is not None:
         parts.append(failures)

@@ -59,6 +59,7 @@ class Plot:
     title: str
     png: bytes
     svg: bytes
+    alt: str = ""  # what it shows, in words, where the title is not enough
 
 
 def styles(strategies: list[str], baseline: str) -> dict[str, Style]:
@@ -139,10 +140,23 @@ def _render(fig: Figure) -> tuple[bytes, bytes]:
 
 def make_plots(run: RunData) -> list[Plot]:
     """Every figure the run has data for (each suite's spec lists its figures)."""
+    from bench.report import overview  # it draws with this module's settings
+
     st = styles(run.strategy_names(), run.baseline)
     out = []
     with plt.rc_context():  # restores the caller's rcParams on exit
         cast(Any, plt.rcParams).update(_RC)
+        before = set(plt.get_fignums())
+        try:
+            first = overview.build(run)
+            if first is not None:
+                png, svg = _render(first)
+                out.append(
+                    Plot(overview.NAME, "summary", overview.TITLE, png, svg, overview.alt_text(run))
+                )
+        finally:
+            for num in set(plt.get_fignums()) - before:
+                plt.close(num)
         for spec in viewspec.views():
             if run.suite(spec.name) is None:
                 continue
@@ -165,7 +179,7 @@ def write_plots(plots: list[Plot], out_dir: Path) -> list[Path]:
     (a re-rendered report never shows a stale plot)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made = {p.name for p in plots}
-    for name in (f.name for view in viewspec.views() for f in view.figures):
+    for name in ("overview", *(f.name for view in viewspec.views() for f in view.figures)):
         if name not in made:
             for ext in ("png", "svg"):
                 (out_dir / f"{name}.{ext}").unlink(missing_ok=True)

@@ -35,17 +35,24 @@ def _us(value_s: float) -> str:
     return f"{value_s * 1e6:,.1f}"
 
 
+def _interval(d: NetCost) -> str:
+    """[low, high] in µs, or why there is none (bench.stats.derive.MIN_PROCESSES)."""
+    if d.too_few_processes:
+        return f"[too few processes: {d.processes}]"
+    return f"[{_us(d.ci_low)}, {_us(d.ci_high)}]"
+
+
 def _net(c: Cost | None) -> str:
     if c is None or c.net is None:
         return "-"
-    return f"{_us(c.net.median)} [{_us(c.net.ci_low)}, {_us(c.net.ci_high)}]"
+    return f"{_us(c.net.median)} {_interval(c.net)}"
 
 
 def _delta(d: NetCost | None) -> str:
     if d is None:
         return "-"
-    mark = "" if d.significant else SAME
-    return f"{d.median * 1e6:+,.1f} [{_us(d.ci_low)}, {_us(d.ci_high)}]{mark}"
+    mark = "" if d.significant or d.too_few_processes else SAME
+    return f"{d.median * 1e6:+,.1f} {_interval(d)}{mark}"
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,10 @@ def rows(run: RunData) -> tuple[list[Row], bool, str]:
         base_c, cand_c, _ = _candidates(run, cold) if cold is not None else (None, None, "")
         delta = net_difference(run, cand, base) if cand is not None else None
         delta_c = net_difference(run, cand_c, base_c) if cand_c and base_c else None
-        footnote |= any(d is not None and not d.significant for d in (delta, delta_c))
+        footnote |= any(
+            d is not None and not d.significant and not d.too_few_processes
+            for d in (delta, delta_c)
+        )
         shown = delta.median if (run.targets and delta is not None) else base.net.median
         out.append(
             Row(
@@ -316,7 +326,12 @@ def verdict(run: RunData) -> list[str]:
         d = net_difference(run, cand, base) if cand is not None else None
         where = _where(run, case, cand)
         if d is not None:
-            if d.significant:
+            if d.too_few_processes:
+                out.append(
+                    f"{label} differs from it by {d.median * 1e6:+,.1f} µs per iteration there, "
+                    f"from too few processes ({d.processes}) for an interval{where}."
+                )
+            elif d.significant:
                 word = "more" if d.median > 0 else "less"
                 lo, hi = sorted((abs(d.ci_low), abs(d.ci_high)))
                 out.append(

@@ -531,8 +531,8 @@ class SelfCheck:
     def scan_agreement(self, regime: str) -> float | None:
         suite = self.scan_suite_us.get(regime)
         mine = self.scan_timeit_us.get(regime)
-        if not suite or mine is None:
-            return None
+        if suite is None or suite <= 0 or mine is None:
+            return None  # a net figure at or below zero has no ratio to compare
         return mine / suite
 
     def scan_lines(self) -> list[str]:
@@ -619,16 +619,16 @@ class SelfCheck:
         return out
 
     def disagreements(self) -> list[str]:
-        """One line per figure outside the tolerance, with its likely cause."""
-        out = []
+        """One line per likely cause, naming the figures outside the tolerance it explains."""
+        by_cause: dict[str, list[str]] = {}
         for item, a in self.items():
-            if self.word(a) == "agrees":
-                continue
-            out.append(
-                f"selfcheck disagrees: {item}, timeit/suite {a:.3f} (outside "
-                f"+-{self.tolerance:.0%}); likely cause: {self._cause(item, a)}"
-            )
-        return out
+            if self.word(a) != "agrees":
+                by_cause.setdefault(self._cause(item, a), []).append(f"{item} {a:.3f}")
+        return [
+            f"selfcheck disagrees: {', '.join(items)} (timeit/suite, outside "
+            f"+-{self.tolerance:.0%}); likely cause: {cause}"
+            for cause, items in by_cause.items()
+        ]
 
     def _cause(self, item: str, agreement: float) -> str:
         if item.startswith("decode scan") and item.endswith("evicted"):
@@ -659,13 +659,13 @@ class SelfCheck:
         )
 
     def brief(self) -> str:
-        """The run's terminal lines (the full table: --verbose, selfcheck.json): every figure
-        with its word, then each disagreement and its likely cause."""
+        """The run's terminal line (the full table: --verbose, selfcheck.json): every figure
+        with its word; the summary after it gives each disagreement's likely cause."""
         words = [f"{item} {a:.3f} {self.word(a)}" for item, a in self.items()]
         head = f"selfcheck (timeit/suite, tolerance +-{self.tolerance:.0%}): " + (
             "; ".join(words) if words else "nothing to compare"
         )
-        return "\n".join([head, *self.disagreements()])
+        return head
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

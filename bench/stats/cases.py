@@ -260,7 +260,13 @@ def difference(rounds: Rounds, a: BenchName, b: BenchName) -> NetCost | None:
 
 
 def negated(diff: NetCost) -> NetCost:
-    return NetCost(median=-diff.median, ci_low=-diff.ci_high, ci_high=-diff.ci_low, n=diff.n)
+    return NetCost(
+        median=-diff.median,
+        ci_low=-diff.ci_high,
+        ci_high=-diff.ci_low,
+        n=diff.n,
+        processes=diff.processes,
+    )
 
 
 @dataclass(frozen=True)

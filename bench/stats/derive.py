@@ -388,6 +388,14 @@ def queue_stats(lengths: Mapping[str, Sequence[int]]) -> dict[str, QueueStat]:
     return out
 
 
+# The fewest worker processes an interval over processes is printed from. A process's layout
+# and hash seed move all its rounds (docs/REGIMES.md: a process's in-cache figure moved 1.8x
+# between its halves on this VM), so the interval resamples processes first; from 2 there are 3
+# distinct resamples, and prefill-sharegpt's candidate read 163.3 [-482.9, 188.4], its point at
+# the top of its own interval. Below this the report says "too few processes".
+MIN_PROCESSES = 5
+
+
 @dataclass(frozen=True)
 class NetCost:
     """A benchmark's value net of a reference strategy's (the harness's own cost), per round."""
@@ -396,6 +404,12 @@ class NetCost:
     ci_low: float
     ci_high: float
     n: int
+    processes: int = 0  # the worker processes its rounds came from (0: not known)
+
+    @property
+    def too_few_processes(self) -> bool:
+        """Whether its interval rests on fewer processes than one needs (MIN_PROCESSES)."""
+        return 0 < self.processes < MIN_PROCESSES
 
     @property
     def significant(self) -> bool:
@@ -436,7 +450,7 @@ def paired_difference(
     else:
         lo, hi = robust.hierarchical_median_ci(diffs)
         centre = robust.median(flat)
-    return NetCost(median=centre, ci_low=lo, ci_high=hi, n=len(flat))
+    return NetCost(median=centre, ci_low=lo, ci_high=hi, n=len(flat), processes=len(diffs))
 
 
 @dataclass(frozen=True)
