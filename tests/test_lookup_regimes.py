@@ -144,7 +144,8 @@ def test_selfcheck_agreement_and_round_trip() -> None:
     assert check.agrees("declared") is False  # 1.5
     assert check.agrees("dynattr") is None  # no suite figure
     text = "\n".join(check.lines())
-    assert "declared" in text and "disagrees" in text
+    assert "declared" in text
+    assert "disagrees" in text
     assert "1 of 2 within" in text
     assert SelfCheck.from_json(check.to_json()) == check
     with pytest.raises(ValueError, match="selfcheck"):

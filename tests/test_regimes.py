@@ -190,7 +190,8 @@ def test_the_selfcheck_says_disagrees_beside_a_ratio_outside_its_tolerance() -> 
     assert len(causes) == 2
     assert "decode scan in cache 0.713" in causes[0]
     assert "whole decode iteration net of control" in causes[0]
-    assert "timeit swept 64 MiB" in causes[1] and "the suite 960" in causes[1]
+    assert "timeit swept 64 MiB" in causes[1]
+    assert "the suite 960" in causes[1]
     two = SelfCheck(
         live=1, request_model="m", timeit_ns={"a": 2.0, "b": 2.0}, suite_ns={"a": 1.0, "b": 1.0}
     )
@@ -212,7 +213,8 @@ def test_a_disagreement_reaches_the_summary_the_markdown_and_the_report_first_sc
 
     run = dataclasses.replace(load_run(write_run(tmp_path)), selfcheck=_scan_check(0.713, 1.0))
     summary = pr.build(run)
-    assert len(summary.warnings) == 1 and "0.713" in summary.warnings[0]
+    assert len(summary.warnings) == 1
+    assert "0.713" in summary.warnings[0]
     assert "WARNING: selfcheck disagrees: decode scan in cache" in pr.terminal(summary)
     assert "**Warning:** selfcheck disagrees" in pr.markdown(summary, [])
     assert "selfcheck disagrees: decode scan in cache" in str(pr_section(run))

@@ -80,7 +80,10 @@ def test_summary_markdown(run: Path) -> None:
     assert "¹" not in md
     verdict = next(ln for ln in md.splitlines() if ln.startswith("**Verdict:**"))
     assert "pr652) costs 50.0 \\[too few processes: 2\\] µs per iteration" in verdict
-    assert "(declared, per\\_field) differs from it by -20.0 µs per iteration there, from too few" in verdict
+    assert (
+        "(declared, per\\_field) differs from it by -20.0 µs per iteration there, from too few"
+        in verdict
+    )
     assert verdict.count(". ") + 1 <= 3
 
 
