@@ -281,6 +281,8 @@ def test_the_sweep_is_the_smallest_after_which_the_scan_slows_no_further() -> No
     # the curve measured here on 2026-12-03 (µs per scan after each sweep, MiB)
     curve = {4: 62.0, 16: 85.0, 64: 95.0, 128: 182.0, 256: 256.0, 512: 229.0, 1024: 233.0}
     assert sweep_probe.choose(curve) == 256
+    later = {64: 108.1, 128: 213.0, 256: 225.1, 512: 235.9, 1024: 244.1}  # a later probe here
+    assert sweep_probe.choose(later) == 128  # 87% of the plateau
     assert sweep_probe.choose({4: 100.0, 8: 101.0, 1024: 102.0}) == 4  # no cache to leave
 
 

@@ -9,7 +9,8 @@ would put them. So the probe times that scan (bench.measure.scan, plain timeit) 
 doubling size and takes the smallest sweep after which the scan costs at least PLATEAU of what
 it costs after the largest. Measured 2026-12-03 here (µs per scan of 256 requests, 21
 neighbours each): 107 after 32 MiB, 115 after 64, 175 after 128, 254 after 256, 267 after 960;
-the probe chose 256 MiB (16 ms a sweep).
+a later probe 108, 213, 225 and 244 after 64, 128, 256 and 1024 MiB, and chose 128 MiB (8 ms a
+sweep).
 
 A probe takes about 4 seconds, once per machine: its result is kept in the user's cache, keyed
 by what describes the machine (bench.base.cpucache.machine_key); delete the file to measure
@@ -31,9 +32,10 @@ from bench.measure.scan import time_scan_us
 # The sweeps tried, in MiB, doubling: 4 MiB is below any last-level cache this runs on, 1 GiB
 # above any a probe has found (the 480 MiB-reporting VM's plateau starts at 256).
 PROBE_MIB = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
-# The share of the largest sweep's scan cost a sweep must reach to count as evicting: the
-# scan's spread between repeats after one sweep is about 5% here.
-PLATEAU = 0.9
+# The share of the largest sweep's scan cost a sweep must reach to count as evicting. Here the
+# scan read 213 µs after 128 MiB and 244 after 1 GiB (87%): at 0.85 the sweep is 128 MiB, 8 ms,
+# half of 256 MiB's, and the evicted figure about 13% under the plateau (docs/REGIMES.md).
+PLATEAU = 0.85
 # The scan probed: the step suite's decode-dspark batch in the heap its warm case gives it (one
 # request of each of 21 other schedulers after each of its own), scans per sweep size.
 BATCH = 256
@@ -66,8 +68,11 @@ def cached_sweep_mb(request_model: str = DEFAULT_MODEL) -> tuple[int, dict[str, 
     path = cache_dir() / CACHE_NAME / f"{key}.json"
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
+        # the curve is the machine's; the choice is this version's rule
+        found["sweep_mb"] = choose({int(k): float(v) for k, v in found["curve_us"].items()})
+        found["plateau"] = PLATEAU
         return int(found["sweep_mb"]), found
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     result = probe(request_model)
     record = {

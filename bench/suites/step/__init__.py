@@ -61,14 +61,15 @@ class Options(SuiteOptions):
         {"workers", "values", "steps_per_value", "count_steps", "time_requests"}
     )
 
-    # The headline suite. Its plan: 2 processes of 4 values of 20 iterations per scheduler (the
-    # minimum; under --budget further processes, 6 values each, measure the scenarios short of
-    # --precision). Interleaved iteration by iteration, 20 rounds of 20 iterations put
-    # prefill-dspark's baseline net cost within +-23% here, against +-63% for 20-iteration
-    # blocks.
-    workers: int = 2
-    values: int = 4
-    steps_per_value: int = 20
+    # The headline suite. Its plan: 5 processes of 3 values of 10 iterations per scheduler (the
+    # minimum: no interval is printed from fewer processes, bench.stats.derive.MIN_PROCESSES;
+    # under --budget further processes measure the scenarios short of --precision). A process's
+    # layout moves all its values (its in-cache figure moved 1.8x between its halves here), so
+    # processes, not values, make an interval: 2 processes of 4 values of 20 iterations left
+    # prefill-dspark at +-24%, each process 80 s here (61% of it the evicted cases' sweeps).
+    workers: int = 5
+    values: int = 3
+    steps_per_value: int = 10
     # Lookups and states created per iteration are counted over this many untimed iterations
     # (exact: the same stream gives the same counts; 10 cover several arrival cycles: a request
     # lives 2-3 prefill iterations; 20 took 12 of the step suite's 141 s, 50 took 22 of 127 s).
