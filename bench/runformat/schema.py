@@ -261,11 +261,12 @@ class Environment:
     platform: str = "?"
     cpu: str = "?"
     cpu_count: int | None = None
-    # The last-level cache the kernel reports (bench.base.cpucache): the cold regimes' sweep is
-    # twice it, and on a VM it is the host's, which the CPU's name does not tell
+    # The last-level cache the kernel reports (bench.base.cpucache): on a VM the host's, which the
+    # CPU's name does not tell; recorded, never used to size the cold sweep (the run's probe
+    # does: its size is in the configuration, cold_sweep_mb)
     llc_bytes: int | None = None
     # The cold sweep's size set for the whole machine (MiB; bench.base.cpucache.SWEEP_ENV), when
-    # it was: the cold cases evicted that much, not twice the LLC
+    # it was: the cold cases evicted that much, not what the probe found
     cold_sweep_env_mb: int | None = None
     device: str = "?"
     git_commit: str = "?"
