@@ -222,7 +222,8 @@ COLD_SUITES = ("step", "lookup")
 
 def with_measured_sweep(config: RunConfig) -> RunConfig:
     """The cold regimes' sweep sized by this machine's probe (bench.measure.sweep_probe), where
-    neither --set nor the machine's setting sized it; said on stderr."""
+    neither the configuration (a --config file's cold_sweep_mb) nor the machine's setting
+    (bench.base.cpucache.SWEEP_ENV) sized it; said on stderr."""
     unsized = [
         name
         for name in COLD_SUITES

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from bench.base.storage import write_atomic
-from bench.report import viewspec
+from bench.report import overview, viewspec
 from bench.report.load import RunData
 
 # Okabe & Ito (2008), without black, which is kept for the baseline.
@@ -140,8 +140,6 @@ def _render(fig: Figure) -> tuple[bytes, bytes]:
 
 def make_plots(run: RunData) -> list[Plot]:
     """Every figure the run has data for (each suite's spec lists its figures)."""
-    from bench.report import overview  # it draws with this module's settings
-
     st = styles(run.strategy_names(), run.baseline)
     out = []
     with plt.rc_context():  # restores the caller's rcParams on exit

@@ -636,7 +636,8 @@ class SelfCheck:
             if self.scan_sweep_mb and self.suite_sweep_mb != self.scan_sweep_mb:
                 return (
                     f"timeit swept {self.scan_sweep_mb} MiB before each scan, the suite "
-                    f"{self.suite_sweep_mb or 'its default'}: the two are not evicted alike"
+                    f"{f'{self.suite_sweep_mb} MiB' if self.suite_sweep_mb else 'its default'}: "
+                    "the two are not evicted alike"
                 )
             return (
                 "how far the requests are evicted depends on the heap's layout, which a plain "
@@ -647,7 +648,7 @@ class SelfCheck:
                 "the suite's figure is the whole decode iteration net of control; a scan timed "
                 "alone leaves out what the state costs the rest of the iteration (the scan's "
                 "lines displacing the iteration's own, the states of finished requests dying): "
-                "docs/REGIMES.md, 'The cross-check'"
+                "docs/REGIMES.md, 'What evicted means'"
             )
         if agreement > 1:
             return (
