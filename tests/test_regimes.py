@@ -297,9 +297,9 @@ def test_a_run_sizes_its_cold_sweep_once_per_machine(
     monkeypatch.delenv(cpucache.SWEEP_ENV, raising=False)
     probes: list[int] = []
 
-    def probe(_model: str = "") -> dict[str, object]:
+    def probe(_model: str = "") -> dict[int, float]:
         probes.append(1)
-        return {"curve_us": {64: 100.0, 128: 190.0, 1024: 200.0}, "sweep_mb": 128}
+        return {64: 100.0, 128: 190.0, 1024: 200.0}
 
     monkeypatch.setattr(sweep_probe, "probe", probe)
     config = suites.default_config()

@@ -37,7 +37,8 @@ DEFAULT_SWEEP_BYTES = 64 << 20
 
 
 def sweep_bytes(configured_mb: int = 0) -> int:
-    """The sweep's size: as configured (MiB: the run's probe of the machine, or --set), else
+    """The sweep's size: as configured (MiB: the run's probe of the machine, or a --config
+    file's cold_sweep_mb), else
     the machine's (bench.base.cpucache.SWEEP_ENV), else DEFAULT_SWEEP_BYTES. Never the
     last-level cache the kernel reports: on a VM that is the host's (480 MiB on this project's
     machine, whose scan stops slowing past a 256 MiB sweep), and the run's length followed it."""

@@ -30,7 +30,7 @@ from bench.core.reqmodel import DEFAULT_MODEL
 from bench.measure.scan import time_scan_us
 
 # The sweeps tried, in MiB, doubling: 4 MiB is below any last-level cache this runs on, 1 GiB
-# above any a probe has found (the 480 MiB-reporting VM's plateau starts at 256).
+# above any a probe has found (the 480 MiB-reporting VM's scan levels off from 128-256).
 PROBE_MIB = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 # The share of the largest sweep's scan cost a sweep must reach to count as evicting. Here the
 # scan read 213 µs after 128 MiB and 244 after 1 GiB (87%): at 0.85 the sweep is 128 MiB, 8 ms,
@@ -44,15 +44,14 @@ SCANS = 15
 CACHE_NAME = "cold-sweep"
 
 
-def probe(request_model: str = DEFAULT_MODEL) -> dict[str, Any]:
-    """The scan's median cost after each sweep of PROBE_MIB, and the sweep chosen (MiB)."""
-    curve = {
+def probe(request_model: str = DEFAULT_MODEL) -> dict[int, float]:
+    """The scan's median cost (µs) after each sweep of PROBE_MIB (MiB)."""
+    return {
         mb: statistics.median(
             time_scan_us(BATCH, request_model, "cold", NEIGHBOURS, 0.0, mb << 20, SCANS)
         )
         for mb in PROBE_MIB
     }
-    return {"curve_us": curve, "sweep_mb": choose(curve)}
 
 
 def choose(curve_us: dict[int, float]) -> int:
@@ -62,26 +61,21 @@ def choose(curve_us: dict[int, float]) -> int:
 
 
 def cached_sweep_mb(request_model: str = DEFAULT_MODEL) -> tuple[int, dict[str, Any]]:
-    """This machine's sweep (MiB) and the probe behind it: the cached one, else a new probe
-    (kept in the cache)."""
+    """This machine's sweep (MiB) and the probe behind it: the cached curve, else a new probe
+    (kept in the cache). The curve is the machine's; the choice is made from it by this
+    version's rule, every time."""
     key = machine_key()
     path = cache_dir() / CACHE_NAME / f"{key}.json"
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-        # the curve is the machine's; the choice is this version's rule
-        found["sweep_mb"] = choose({int(k): float(v) for k, v in found["curve_us"].items()})
-        found["plateau"] = PLATEAU
-        return int(found["sweep_mb"]), found
+        record = json.loads(path.read_text(encoding="utf-8"))
+        curve = {int(k): float(v) for k, v in record["curve_us"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    result = probe(request_model)
-    record = {
-        "machine": key,
-        "reported_llc_mb": (llc_bytes() or 0) >> 20,
-        "sweep_mb": result["sweep_mb"],
-        "curve_us": {str(k): round(v, 1) for k, v in result["curve_us"].items()},
-        "plateau": PLATEAU,
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, record)
-    return int(record["sweep_mb"]), record
+        curve = probe(request_model)
+        record = {
+            "machine": key,
+            "reported_llc_mb": (llc_bytes() or 0) >> 20,
+            "curve_us": {str(k): round(v, 1) for k, v in curve.items()},
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, record)
+    return choose(curve), {**record, "plateau": PLATEAU}

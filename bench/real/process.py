@@ -208,7 +208,7 @@ def distinct_ports(n: int, rng: random.Random) -> list[int]:
     start = max(1024, low - PORT_SPAN)
     candidates = list(range(start, low))
     rng.shuffle(candidates)
-    ports = [p for p in itertools.islice(filter(_free, candidates), n)]
+    ports = list(itertools.islice(filter(_free, candidates), n))
     if len(ports) < n:
         raise RuntimeError(f"fewer than {n} free ports in {start}..{low - 1}")
     return ports

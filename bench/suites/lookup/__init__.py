@@ -79,7 +79,10 @@ class Options(SuiteOptions):
     # 1e5 (add it with lookup_sizes) costs most of the suite's time for a figure no default
     # verdict reads (docs/REGIMES.md, "What the defaults cost").
     sizes: tuple[int, ...] = (1_000, 10_000)
-    min_value_ns: int = 2_000_000  # calibrate loops so one value takes at least 2 ms
+    # calibrate loops so one value takes at least 2 ms (5 ms before 2026-12-03: a lookup worker
+    # went from 25 to 23 s here with the five processes the plan now has; a value of 2 ms is
+    # still ~1,000x the clock's resolution)
+    min_value_ns: int = 2_000_000
     miss_batch: int = 1_000  # fresh requests per get_miss value (creation is untimed)
     max_pass: int = 10_000  # live requests one timed pass visits (a random sample)
     # memory regimes (REGIMES): how populations lie and are visited
