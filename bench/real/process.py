@@ -57,7 +57,8 @@ DEFAULT_TIMEOUT_S = 3600.0
 LOCKSTEP_GROUP = 4
 # where the torch distributed ports of a group are drawn from: below the kernel's ephemeral
 # range, so that no port another process was just handed (PortArgs takes a free one by binding
-# port 0 and closing it) can be the one a driver binds next
+# port 0 and closing it) can be the one a driver binds next; how many below it is this
+# project's choice (a group needs at most a few dozen; 8,000 leaves room for other jobs' ports)
 PORT_SPAN = 8000
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
