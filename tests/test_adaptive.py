@@ -240,6 +240,28 @@ def test_policy_adds_a_round_for_the_family_short_of_its_target_only() -> None:
     assert not records["scenario=decode-dspark"].reached
 
 
+def test_without_a_precision_each_suite_is_measured_to_its_own_target() -> None:
+    """No --precision: a step family is measured to the step suite's +-10% (a family at +-12%
+    is short of it); --precision 15 takes the same family as precise."""
+    own = suites.get("step").adaptive
+    assert own is not None
+    assert own.precision_pct == 10.0
+    spread = 12e-6  # values 100 us +- 12: a half-width of 12% of the net cost
+    for given, short in ((None, True), (15.0, False)):
+        config = replace(
+            suites.default_config(), budget_s=100.0, precision_pct=given, suites=("step",)
+        )
+        policy = AdaptivePolicy(config, ["step"])
+        policy.begin("step")
+        state = _state(config, _values(0.0, spread), wall=10.0, elapsed=10.0)
+        record = policy.families(state)["scenario=decode-dspark"]
+        assert record.precision_pct is not None
+        assert 10.0 < record.precision_pct < 15.0
+        assert record.target_pct == (10.0 if given is None else given)
+        jobs, _label = policy.further(state)
+        assert bool(jobs) is short
+
+
 def test_policy_stops_when_the_suites_share_is_spent() -> None:
     config = replace(
         suites.default_config(), budget_s=30.0, precision_pct=15.0, suites=("lookup", "step")

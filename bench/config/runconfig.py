@@ -82,10 +82,13 @@ class Adaptive:
     quantity  "net_cost": the baseline's cost per iteration net of the reference strategy;
               "ratio": every strategy's ratio to the baseline (the family is as precise as its
               least precise ratio)
+    precision_pct  the half-width its families are measured to when the run names none
+              (RunConfig.precision_pct None: no --precision, no --quick)
     """
 
     quantity: str
     within: tuple[str, ...]
+    precision_pct: float = 15.0
 
     QUANTITIES = ("net_cost", "ratio")
 
@@ -185,9 +188,10 @@ class RunConfig:
     # Adaptive measurement (bench.orchestration.adaptive): the suites' wall-clock budget in seconds (None:
     # the fixed plan, each suite its `workers` processes; with a budget those are the minimum)
     # and the 95% CI half-width each family's reported quantity is measured to, in percent of
-    # it. Further rounds are further worker processes measuring only the families short of it.
+    # it (None: each suite's own, Adaptive.precision_pct). Further rounds are further worker
+    # processes measuring only the families short of it.
     budget_s: float | None = None
-    precision_pct: float = 15.0
+    precision_pct: float | None = None
     # The families one worker process measures (set by the adaptive runner for its further
     # rounds; a family is a benchmark's parameters but the suite's ADAPTIVE.within); empty: all.
     only_families: tuple[str, ...] = ()
@@ -298,7 +302,9 @@ class RunConfig:
             isinstance(self.budget_s, (int, float)) and self.budget_s > 0
         ):
             raise ValueError(f"budget must be a positive duration, got {self.budget_s!r}")
-        if not isinstance(self.precision_pct, (int, float)) or not 0 < self.precision_pct <= 100:
+        if self.precision_pct is not None and (
+            not isinstance(self.precision_pct, (int, float)) or not 0 < self.precision_pct <= 100
+        ):
             raise ValueError(f"precision must be in (0, 100] percent, got {self.precision_pct!r}")
         if not self.scenarios:
             raise ValueError("no scenario selected; see python -m bench scenarios")

@@ -238,7 +238,7 @@ class AdaptivePolicy:
         ):
             return [], ""  # no reference measured: no net cost to make precise
         precision = self._precision(spec.adaptive, state)
-        target = self.config.precision_pct
+        target = self._target(spec.adaptive)
         rounds = self._rounds(spec.adaptive, state)
         short = []
         drift = self._drift(spec.adaptive, state)
@@ -299,7 +299,7 @@ class AdaptivePolicy:
         precision = self._precision(spec.adaptive, state)
         rounds = self._rounds(spec.adaptive, state)
         drift = self._drift(spec.adaptive, state)
-        target = self.config.precision_pct
+        target = self._target(spec.adaptive)
         out = {}
         for family, p in sorted(precision.items()):
             moving = drift.get(family)
@@ -326,6 +326,12 @@ class AdaptivePolicy:
                 **load_fields(state.extras.loads.get(family)),
             )
         return out
+
+    def _target(self, adaptive: Adaptive) -> float:
+        """The half-width a suite's families are measured to: the run's --precision, else the
+        suite's own."""
+        given = self.config.precision_pct
+        return adaptive.precision_pct if given is None else given
 
     # -- what the suite has so far ------------------------------------------------------------
 
