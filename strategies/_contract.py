@@ -133,6 +133,9 @@ HOME_KINDS: tuple[str, ...] = (
 REVIEW_DESIGN: tuple[str, str] = ("dynattr", "cached")
 # The access pattern of a strategy with SITE_PATTERNS: each call site as its revision wrote it.
 AS_WRITTEN = "as_written"
+# The PR's own access pattern (the state looked up again for every field): the headline
+# figures of the baseline and the other built-in designs use it.
+PR_PATTERN = "per_field"
 
 
 class PDHiddenReqState:

@@ -84,15 +84,31 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
         for n in (16, 32):
             name = f"scaling/{s}/scenario=decode-dspark/pattern=per_field/decode_batch={n}"
             assert name in names["scaling"]
-    # the cold memory regime: a case of its own, for the headline designs only
+    # the cold memory regime: a case of its own, for the headline designs only, each in the
+    # pattern the report's evicted figures read (control in both: every net figure's reference)
     cold = {n for n in names["step"] if n.endswith("/regime=cold")}
     headline = {"pr652", "pr652.aa", "control", "dynattr"}  # dynattr: the review's design
     assert {n.split("/")[1] for n in cold} == headline
+    pairs = {(n.split("/")[1], n.split("pattern=")[1].split("/")[0]) for n in cold}
+    assert pairs == {
+        ("pr652", "per_field"),
+        ("pr652.aa", "per_field"),
+        ("dynattr", "cached"),
+        ("control", "per_field"),
+        ("control", "cached"),
+    }
     # full-collection pauses (the slow part of the gc suite): the headline designs only
     full = {n.split("/")[1] for n in names["gc"] if n.startswith("gc_full/")}
     assert full == headline
     for scenario in ("prefill-dspark", "decode-dspark"):
         assert f"step/pr652/scenario={scenario}/pattern=per_field/regime=cold" in cold
+
+
+def test_a_warm_case_takes_twice_the_values_of_an_evicted_one(run_dir: Path) -> None:
+    values = values_of(load_pyperf(run_dir / "step.json"))
+    name = "step/pr652/scenario=decode-dspark/pattern=per_field"
+    assert len(values[name]) == 6  # the tiny configuration's 3 values, warm_value_factor 2
+    assert len(values[f"{name}/regime=cold"]) == 3
 
 
 def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: Path) -> None:
@@ -128,14 +144,16 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     step = json.loads((run_dir / "step.extra.json").read_text())
     assert step["schema"] == SCHEMA
     series = step["extras"]["steps"]["step/weakkey/scenario=prefill-dspark/pattern=per_field"]
-    assert len(series["host_ns"]) == len(series["gc"]) == 3 * 3  # values x steps per value
+    # values (3, twice in cache: warm_value_factor) x steps per value
+    assert len(series["host_ns"]) == len(series["gc"]) == 6 * 3
     assert "summaries" not in step
     assert "percentiles" not in step
     # every family's rounds metered for the machine's other load (bench.base.cpuload): one
-    # figure per kept round, 3 values per worker here
+    # figure per kept round, 6 values per worker here in cache, 3 evicted
     loads = step["extras"]["loads"]
     assert {"scenario=prefill-dspark", "scenario=decode-dspark"} <= set(loads)
-    assert len(loads["scenario=prefill-dspark"]["others_cores"]) == 3
+    assert len(loads["scenario=prefill-dspark"]["others_cores"]) == 6
+    assert len(loads["scenario=prefill-dspark/regime=cold"]["others_cores"]) == 3
     lookup_loads = json.loads((run_dir / "lookup.extra.json").read_text())["extras"]["loads"]
     assert all(len(v["loaded"]) == 3 for v in lookup_loads.values())
 
@@ -143,9 +161,9 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     data = run.suites["step"]
     p = data.percentiles["step/weakkey/scenario=prefill-dspark/pattern=per_field"]
     assert p.p50_ns <= p.max_ns
-    assert p.p99_ns is None  # 9 iterations: too few for a tail
+    assert p.p99_ns is None  # 18 iterations: too few for a tail
     assert p.p999_ns is None
-    assert p.steps == 3 * 3
+    assert p.steps == 6 * 3
     summaries = data.by_name()
     declared = summaries["step/declared/scenario=prefill-dspark/pattern=per_field"]
     assert declared.ratio is not None

@@ -313,7 +313,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return finished
     if getattr(args, "quick", False):
         print(
-            f"selfcheck: not in the quick set (~10 s); run: python -m bench selfcheck {run_dir}",
+            f"selfcheck: not in the quick set (~5 s); run: python -m bench selfcheck {run_dir}",
             file=sys.stderr,
         )
     return sequence.finish(

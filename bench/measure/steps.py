@@ -126,6 +126,7 @@ def interleave_steps(
     gc_mode: str = "enabled",
     progress_base: float = 0.0,
     progress_span: float = 1.0,
+    values: int | None = None,
 ) -> None:
     """Round-robin by iteration: a value of every scheduler is `steps` iterations, and each
     iteration position runs one iteration of every scheduler in a fresh shuffled order. The
@@ -139,14 +140,16 @@ def interleave_steps(
     schedulers in one heap a collection otherwise landed in 82% of prefill-sharegpt's iteration
     positions, in one strategy's iteration at random. A round measured under load is measured
     again (bench.measure.context.RoundGuard, keyed by `family`, else the label). A strategy that
-    raises is dropped with the error recorded; the others go on."""
+    raises is dropped with the error recorded; the others go on. values: the measured values
+    of each scheduler (None: the run's)."""
     cfg = ctx.config
-    rounds = cfg.warmup_values + cfg.values
+    values = cfg.values if values is None else values
+    rounds = cfg.warmup_values + values
     live = dict(recorders)
     deferred = gc_mode == DEFERRED
     if deferred:
         gc.disable()
-    guard = RoundGuard(out, family or label, cfg.values)
+    guard = RoundGuard(out, family or label, values)
     try:
         r = 0
         while r < rounds:
@@ -208,7 +211,7 @@ def build_recorders(
     probe: GcProbe,
     keep_steps: bool,
     regime: str | None = None,
-    only: Callable[[Strategy], bool] | None = None,
+    only: Callable[[Strategy, str], bool] | None = None,
     sweep_mb: int = 0,
     history: int = 0,
 ) -> dict[BenchName, StepRecorder]:
@@ -216,7 +219,8 @@ def build_recorders(
     keeps), all sharing one pool tensor and hidden buffer, each warmed up (untimed) to steady
     queues, then all of them run `history` more iterations interleaved (-1: the scenario's,
     bench.core.scheduler.history_steps) so their heap is a long-running server's, each timed in
-    `regime` (bench.measure.regime; None: as it comes). The first keeps queues."""
+    `regime` (bench.measure.regime; None: as it comes). `only` keeps a (strategy, pattern) pair
+    (None: every one). The first keeps queues."""
     pool = ctx.make_pool(scenario)
     sweep = CacheSweep(sweep_bytes(sweep_mb)) if regime == "cold" else None
     clock = StepClock(ctx.device)
@@ -232,9 +236,11 @@ def build_recorders(
     # setup's garbage collected.
     with gc_paused():
         for s in ctx.strategies:
-            if s.name in out.failures or (only is not None and not only(s)):
+            if s.name in out.failures:
                 continue
             for pattern in patterns_for(s, patterns, ctx.strategies):
+                if only is not None and not only(s, pattern):
+                    continue
                 name = BenchName.of(
                     kind, s.name, scenario=scenario.name, pattern=pattern, **extra_params
                 )
@@ -295,9 +301,10 @@ def measure_cases(
     count_steps: int,
     gc_mode: str = "enabled",
     regimes: bool = False,
-    cold_only: Callable[[Strategy], bool] | None = None,
+    cold_only: Callable[[Strategy, str], bool] | None = None,
     sweep_mb: int = 0,
     history: int = 0,
+    warm_value_factor: int = 1,
 ) -> None:
     """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in rounds of
     `steps_per_value` iterations interleaved iteration by iteration (interleave_steps), then
@@ -305,7 +312,8 @@ def measure_cases(
     and (count_steps > 0) state operations counted over that many iterations go to out.extras. gc_mode "frozen": everything
     alive after warm-up is frozen (gc.freeze()) while values are taken. regimes: each case is
     timed in the memory regime its `regime` parameter names (warm without one; a cold case
-    measures the strategies cold_only keeps)."""
+    measures the (strategy, pattern) pairs cold_only keeps, and a warm case takes
+    warm_value_factor times the run's values)."""
     for i, (scenario, extra) in enumerate(cases):
         regime = extra.get("regime", "warm") if regimes else None
         key = CaseKey.of(scenario.name, **extra)
@@ -341,6 +349,8 @@ def measure_cases(
                             gc_mode=gc_mode,
                             progress_base=i / len(cases),
                             progress_span=1 / len(cases),
+                            values=ctx.config.values
+                            * (warm_value_factor if regime == "warm" else 1),
                         )
                 finally:
                     if gc_mode not in ("enabled", DEFERRED):

@@ -47,6 +47,13 @@ STRATEGIES: tuple[str, ...] = ("weakkey", "declared", "dynattr")
 READS = ("lookup", "step")
 LOOKUP, STEP = READS
 DEFAULT_LIVE = 1_000
+# Seconds a repeat lasts, its loop count set from CALIBRATION_LOOPS timed loops. timeit's
+# autorange (0.2 s and more a repeat, and its own trials) made a check 7.2 s a process, 36 s of
+# a default run's five hash-seed processes (2026-12-04); a 1,000-request loop takes 40-150 µs,
+# so a repeat is hundreds of loops, far above the clock's resolution. The figures read within
+# the machine's own spread between invocations of either (±10% here, hash seed 1).
+REPEAT_S = 0.05
+CALIBRATION_LOOPS = 10
 
 
 def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[float]:
@@ -61,8 +68,11 @@ def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[f
     for r in reqs:
         get(r)
     timer = timeit.Timer("for r in reqs: get(r)", globals={"reqs": reqs, "get": get})
-    number, _ = timer.autorange()
-    per_op = [t / (number * live) * 1e9 for t in timer.repeat(REPEATS, number)]
+    number = max(
+        1, round(REPEAT_S * CALIBRATION_LOOPS / max(timer.timeit(CALIBRATION_LOOPS), 1e-9))
+    )
+    timed = timer.repeat(REPEATS + 1, number)[1:]  # the first repeat warms up, untaken
+    per_op = [t / (number * live) * 1e9 for t in timed]
     for r in reqs:
         strategy.release(r)
     return per_op

@@ -165,7 +165,7 @@ def _with_selfcheck(run: Any, *, verbose: bool) -> Any:
 
     if not applies(run):
         return run
-    print("selfcheck: timing get_hit with plain timeit (~10 s)", file=sys.stderr)
+    print("selfcheck: timing get_hit with plain timeit (~5 s)", file=sys.stderr)
     try:
         result = selfcheck(run)
     except Exception as exc:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from bench.base.errors import DataError
 from bench.base.names import twin_of
 from bench.core.counting import OpCounts
-from strategies._contract import AS_WRITTEN
+from strategies._contract import AS_WRITTEN, PR_PATTERN
 
 SCHEMA = "reqstate-bench/3"
 # Older schemas this version refuses, and the last commit of this project that reads each
@@ -384,7 +384,7 @@ class Manifest:
         """The access pattern a strategy's headline figures use: as written for a revision
         (--target), the PR's per_field for the others; an A/A twin follows its original."""
         meta = self.strategies.get(twin_of(strategy) or strategy)
-        return AS_WRITTEN if meta is not None and meta.target else "per_field"
+        return AS_WRITTEN if meta is not None and meta.target else PR_PATTERN
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -57,9 +57,17 @@ class Options(SuiteOptions):
         "count_steps": 5,
         "time_requests": False,
         "regimes": ("warm",),
+        "warm_value_factor": 1,
     }
     REPETITION: ClassVar[frozenset[str]] = frozenset(
-        {"workers", "values", "steps_per_value", "count_steps", "time_requests"}
+        {
+            "workers",
+            "values",
+            "steps_per_value",
+            "count_steps",
+            "time_requests",
+            "warm_value_factor",
+        }
     )
 
     # The headline suite. Its plan: 5 processes of 3 values of 10 iterations per scheduler (the
@@ -71,6 +79,13 @@ class Options(SuiteOptions):
     workers: int = 5
     values: int = 3
     steps_per_value: int = 10
+    # A warm case takes this many times the run's values: its iterations cost no sweep (a
+    # worker's warm cases took 6.6 s of its 31, the evicted ones 22.6 s here), and its interval
+    # rested on the iterations' own noise as much as on the processes': within a process,
+    # decode-dspark's net cost varied by 8.0 µs between four fresh builds of its case, about
+    # what a value's standard error is (7.9 µs), against 10.6 µs between processes
+    # (docs/REGIMES.md, "Where a step interval's width comes from").
+    warm_value_factor: int = 2
     # Lookups and states created per iteration are counted over this many untimed iterations
     # (exact: the same stream gives the same counts; 10 cover several arrival cycles: a request
     # lives 2-3 prefill iterations; 20 took 12 of the step suite's 141 s, 50 took 22 of 127 s).
