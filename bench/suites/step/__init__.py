@@ -72,10 +72,10 @@ class Options(SuiteOptions):
 
     # The headline suite. Its plan: 5 processes of 3 values of 10 iterations per scheduler (the
     # minimum: no interval is printed from fewer processes, bench.stats.derive.MIN_PROCESSES;
-    # under --budget further processes measure the scenarios short of --precision). A process's
-    # layout moves all its values (its in-cache figure moved 1.8x between its halves here), so
-    # processes, not values, make an interval: 2 processes of 4 values of 20 iterations left
-    # prefill-dspark at +-24%, each process 80 s here (61% of it the evicted cases' sweeps).
+    # under --budget further processes measure the scenarios short of --precision). The interval
+    # is over processes (a process's layout moves all its values); a process's figure is as
+    # noisy as its iterations, so a warm case, whose iterations are cheap, takes more values
+    # (warm_value_factor).
     workers: int = 5
     values: int = 3
     steps_per_value: int = 10
