@@ -518,12 +518,38 @@ def to_pyperf(data: RealData) -> None:
         dump_pyperf(to_pyperf_suite(runs, env), data.run_dir / PYPERF)
 
 
-def _phase_plot(data: RealData) -> str | None:
-    """A stacked bar per (preset, revision): µs per iteration by phase, as a data: URI."""
-    try:
-        import matplotlib
+def phase_figure(labels: list[str], rows: list[list[float]]) -> Any:
+    """A stacked bar per label (µs per iteration by phase, SHOWN_PHASES), its legend to the
+    right of the axes: inside them it covered the top of the tallest bar."""
+    import matplotlib
 
-        matplotlib.use("Agg")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)) + 2.2, 4))
+    bottom = [0.0] * len(rows)
+    for j, phase in enumerate(SHOWN_PHASES):
+        heights = [r[j] for r in rows]
+        ax.bar(range(len(rows)), heights, bottom=bottom, label=phase)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    ax.set_ylabel("µs per iteration")
+    handles, names = ax.get_legend_handles_labels()  # top to bottom, as the bars stack
+    ax.legend(
+        handles[::-1],
+        names[::-1],
+        fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _phase_plot(data: RealData) -> tuple[str, str] | None:
+    """The phase figure as a data: URI, and its alt text."""
+    try:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
@@ -535,20 +561,20 @@ def _phase_plot(data: RealData) -> str | None:
             rows.append([(cell.center(p) or (0.0,))[0] * 1e6 for p in SHOWN_PHASES])
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
-    bottom = [0.0] * len(rows)
-    for j, phase in enumerate(SHOWN_PHASES):
-        heights = [r[j] for r in rows]
-        ax.bar(range(len(rows)), heights, bottom=bottom, label=phase)
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    ax.set_xticks(range(len(rows)), labels, fontsize=8)
-    ax.set_ylabel("µs per iteration")
-    ax.legend(fontsize=8, ncol=4)
-    fig.tight_layout()
+    fig = phase_figure(labels, rows)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    bars = "; ".join(
+        f"{label.replace(chr(10), ' ')} {sum(r):,.1f}"
+        for label, r in zip(labels, rows, strict=True)
+    )
+    alt = (
+        "Stacked bars of µs per scheduler iteration by phase ("
+        + ", ".join(SHOWN_PHASES)
+        + f"), one per preset and revision: {bars}"
+    )
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(), alt
 
 
 def report_html(data: RealData) -> str:
@@ -581,9 +607,8 @@ def report_html(data: RealData) -> str:
     ]
     plot = _phase_plot(data)
     if plot:
-        parts.append(
-            section("phases", "Where an iteration goes", void("img", src=plot, alt="phases"))
-        )
+        src, alt = plot
+        parts.append(section("phases", "Where an iteration goes", void("img", src=src, alt=alt)))
     parts.append(section("pr", "PR section (summary.md)", pre(summary_markdown(data))))
     for rev, fm in data.freqmaps.items():
         measured = freqmap.Measured.from_json(fm)
