@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +123,41 @@ def test_first_screen_shows_the_verdict_table(
     assert VERDICT_RGB in colours, "the verdict is below the first screen"
     assert FIGURE_RGB in colours, "the overview figure is not on the first screen"
     assert 'alt="Cost per scheduler iteration net of control' in html
+
+
+def _history_view() -> Any:
+    from bench.history.commits import Commit
+    from bench.history.report import HistoryView
+    from bench.history.series import CommitPoint, Curve
+
+    commits = [Commit(f"{k:040x}", f"2026-11-0{1 + k % 9}", f"commit {k}") for k in range(30)]
+    points = tuple(
+        CommitPoint(c, 5, 1.0 + (0.03 if k >= 17 else 0.0) + 0.002 * (k % 3), 1e-5, 2400.0)
+        for k, c in enumerate(commits)
+    )
+    curve = Curve(points, (), 2400.0, 1e-4, 0.0, 1.5, None)
+    # a long description, as a real history's is: the curve must still be on the first screen
+    how = "every commit of the range touching the scheduler's hot path, " * 6
+    view = HistoryView("sglang 0000000000..000000001d", how, 5, {"decode-b256": curve},
+                       {"decode-b256": 12.0}, {})  # fmt: skip
+    return view, [c.sha for c in commits]
+
+
+def test_the_history_report_shows_its_curve_on_the_first_screen(
+    chromium: str, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    from bench.history.report import report_html as history_html
+
+    view, order = _history_view()
+    html = history_html(view, order)
+    assert 'role="img" aria-label=' in html
+    # the curve's bottom edge (its commit labels) painted: the whole curve is on the screen
+    mark = f"#curve svg {{ border-bottom: 8px solid rgb{FIGURE_RGB} !important; }}"
+    page_path = tmp_path / "history.html"
+    page_path.write_text(html.replace("</style>", mark + "</style>", 1), encoding="utf-8")
+    _, shot = _screenshot(chromium, page_path, tmp_path, FIRST_SCREEN)
+    with Image.open(shot) as im:
+        colours = {rgb for _n, rgb in im.convert("RGB").getcolors(maxcolors=1 << 22) or []}
+    assert FIGURE_RGB in colours, "the history's curve is not on the first screen"
