@@ -15,8 +15,10 @@ from bench.config.cliargs import duration_s, percent
 from bench.orchestration.adaptive import (
     FURTHER_VALUES,
     AdaptivePolicy,
+    Precision,
     half_width_pct,
     net_cost_precision,
+    processes_needed,
     ratio_precision,
 )
 from bench.orchestration.runner import SuiteState
@@ -238,6 +240,26 @@ def test_policy_adds_a_round_for_the_family_short_of_its_target_only() -> None:
     assert records["scenario=prefill-dspark"].rounds == 1
     assert records["scenario=decode-dspark"].stop == "budget"  # had it stopped here
     assert not records["scenario=decode-dspark"].reached
+
+
+def test_a_round_the_budget_buys_for_one_family_goes_to_the_nearest_to_its_target() -> None:
+    """prefill-dspark at +-40% needs ~15 more processes to reach +-10%, decode-dspark at +-12%
+    about one: the round the share pays for goes to decode-dspark (furthest first, the policy
+    until 2026-12-04, gave it to prefill-dspark)."""
+    config = replace(suites.default_config(), budget_s=17.0, precision_pct=10.0, suites=("step",))
+    policy = AdaptivePolicy(config, ["step"])
+    policy.begin("step")
+    state = _state(config, _values(40e-6, 12e-6), wall=10.0, elapsed=10.0)
+    jobs, label = policy.further(state)
+    assert [j.config.only_families for j in jobs] == [("scenario=decode-dspark",)]
+    assert "prefill-dspark at ±40%" in label  # the label names the least precise
+    assert policy.families(state)["scenario=prefill-dspark"].stop == "budget"
+
+
+def test_processes_needed() -> None:
+    assert processes_needed(Precision("q", 1.0, 20.0), 5, 10.0) == pytest.approx(15.0)
+    assert processes_needed(Precision("q", 1.0, 9.0), 5, 10.0) == 0.0
+    assert processes_needed(Precision("q", None, None), 5, 10.0) == 0.0
 
 
 def test_without_a_precision_each_suite_is_measured_to_its_own_target() -> None:

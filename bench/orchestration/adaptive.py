@@ -3,7 +3,7 @@
 With `--budget DURATION`, every suite first runs its plan (its `workers` processes: the fixed
 minimum), then, if it declares ADAPTIVE (bench.config.runconfig.Adaptive), further rounds: one worker
 process each, measuring only the families whose reported quantity is still short of
-`--precision` (a 95% CI half-width, in percent of the quantity), the furthest from it first,
+`--precision` (a 95% CI half-width, in percent of the quantity), the nearest to it first,
 as many as the suite's share of the budget still pays for. A family stops on the first of:
 
     precision   its quantity's CI half-width is within the target
@@ -77,6 +77,14 @@ def half_width_pct(estimate: float, low: float, high: float) -> float | None:
     if estimate == 0 or not all(math.isfinite(x) for x in (estimate, low, high)):
         return None
     return 100.0 * (high - low) / 2.0 / abs(estimate)
+
+
+def processes_needed(p: Precision, rounds: int, target_pct: float) -> float:
+    """About how many more processes bring a family at p after `rounds` of them to
+    target_pct, if its half-width narrows as 1/sqrt(processes) (0 for an incomputable one)."""
+    if p.half_width_pct is None:
+        return 0.0
+    return max(rounds, 1) * max((p.half_width_pct / target_pct) ** 2 - 1.0, 0.0)
 
 
 def net_cost_precision(
@@ -254,8 +262,12 @@ class AdaptivePolicy:
                 short.append(family)
         if not short:
             return [], ""
-        # The furthest from the target first (an incomputable precision is furthest).
-        short.sort(key=lambda f: -(precision[f].half_width_pct or math.inf))
+        # The nearest to its target first: a half-width narrows as 1/sqrt(processes), so a
+        # family at hw% after n of them needs about n((hw/target)^2 - 1) more; the budget goes
+        # to the families it can bring to the target (an incomputable one first: one more
+        # process makes it computable). Furthest first (until 2026-12-04) spent the step
+        # suite's one further process on prefill-no-dspark evicted at +-33%, which needed ten.
+        short.sort(key=lambda f: processes_needed(precision[f], rounds.get(f, 0), target))
         # A further round measures whole families: every strategy and pattern of them, as the
         # plan did. (A round of the baseline and control alone cost a seventh as much, but with
         # 3 schedulers interleaved instead of 20 their data stayed in cache: decode-dspark's
@@ -282,7 +294,7 @@ class AdaptivePolicy:
             return [], ""
         index = max(j.worker_index for j in state.jobs) + 1
         job = Job(index, replace(base, only_families=tuple(sorted(chosen))))
-        worst = short[0]
+        worst = max(short, key=lambda f: precision[f].half_width_pct or math.inf)
         hw = precision[worst].half_width_pct
         label = (
             f"round {len({j.worker_index for j in state.jobs}) + 1}: {len(chosen)} "
