@@ -79,7 +79,9 @@ class _ScriptedMeter:
         return RoundLoad(1.0, cores, 0.0, metered=True)
 
 
-def _run_rounds(monkeypatch: pytest.MonkeyPatch, loads: list[float], values: int) -> SuiteOutput:
+def _run_rounds(
+    monkeypatch: pytest.MonkeyPatch, loads: list[float], values: int, warmups: int | None = None
+) -> SuiteOutput:
     scripted = _ScriptedMeter(loads)
     monkeypatch.setattr(context, "LoadMeter", lambda: scripted)
     cfg = replace(RunConfig(), values=values, warmup_values=1)
@@ -92,8 +94,18 @@ def _run_rounds(monkeypatch: pytest.MonkeyPatch, loads: list[float], values: int
         for s in ("a", "b")
     ]  # fmt: skip
     out = SuiteOutput()
-    interleave(ctx, out, subjects, label="t", family="live=10/regime=warm")
+    interleave(ctx, out, subjects, label="t", family="live=10/regime=warm", warmups=warmups)
     return out
+
+
+def test_a_suite_can_take_no_warm_up_round() -> None:
+    """The lookup suite's cold cells: every value follows its own eviction, so no round is
+    recorded as a warm-up (the run's warmup_values is 1)."""
+    with pytest.MonkeyPatch.context() as mp:
+        out = _run_rounds(mp, [], values=3, warmups=0)
+    for entry in out.benchmarks.values():
+        assert len(entry["values"]) == 3
+        assert not entry["warmups"]
 
 
 def test_a_loaded_round_is_measured_again_not_pooled(monkeypatch: pytest.MonkeyPatch) -> None:

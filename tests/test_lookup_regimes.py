@@ -4,6 +4,7 @@ bookkeeping (no timings asserted)."""
 from __future__ import annotations
 
 import random
+import sys
 from typing import Any
 
 import pytest
@@ -108,6 +109,22 @@ def test_cold_values_evict_before_every_timed_pass() -> None:
 
 def _values(**by_strategy: list[float]) -> dict[str, list[float]]:
     return {f"lookup/{s}/op=get_hit/live=100/regime=warm": v for s, v in by_strategy.items()}
+
+
+def test_a_warm_get_miss_value_times_miss_batches_fresh_batches() -> None:
+    (s,) = resolve(["weakkey"])
+    (pop,) = build_populations(
+        [s], 50, regime="warm", miss_batch=5, max_pass=50, rng=random.Random(1)
+    )
+    name = BenchName.of("lookup", s.name, op="get_miss", live=50, regime="warm")
+    table = sys.modules[s.get.__module__]._states  # weakkey's WeakKeyDictionary
+    made, held = pop._serial, len(table)
+    subject = lookup_subject(pop, "get_miss", name, 10**6, miss_batches=3)
+    assert subject.loops == 15
+    assert subject.measure(False) > 0
+    assert pop._serial - made == 15  # three fresh batches of five, none reused
+    assert len(table) == held  # each batch released after its pass
+    pop.close()
 
 
 def test_net_of_control_and_net_ratio_are_paired_per_round() -> None:

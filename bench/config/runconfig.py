@@ -54,7 +54,10 @@ REPETITION_KEYS = frozenset(
 # Keys whose default is not what a tree without the key measured: that value, per key. A gate
 # compares with such a base only when the candidate asks for this value. (A new key whose
 # default keeps the old behaviour needs no entry.)
-ABSENT_MEANS: dict[str, Any] = {"aa_twins": 0}
+ABSENT_MEANS: dict[str, Any] = {
+    "aa_twins": 0,
+    "lookup_miss_batches": 1,
+}
 
 
 def check_positive_ints(

@@ -197,17 +197,20 @@ def interleave(
     family: str | None = None,
     progress_base: float = 0.0,
     progress_span: float = 1.0,
+    warmups: int | None = None,
 ) -> None:
     """Round-robin: every round takes one value of every subject, in a fresh shuffled order,
     so drift on a shared machine hits all strategies alike. A round measured under load is
     measured again (RoundGuard; `family` keys its record, the label without one). A subject
-    whose strategy raises is dropped, with the error recorded; the others go on."""
+    whose strategy raises is dropped, with the error recorded; the others go on. warmups:
+    the rounds recorded as warm-ups first (None: the run's warmup_values)."""
     cfg = ctx.config
-    rounds = cfg.warmup_values + cfg.values
+    warmups = cfg.warmup_values if warmups is None else warmups
+    rounds = warmups + cfg.values
     guard = RoundGuard(out, family or label, cfg.values)
     r = 0
     while r < rounds:
-        warmup = r < cfg.warmup_values
+        warmup = r < warmups
         order = [s for s in subjects if s.strategy not in out.failures]
         ctx.rng.shuffle(order)
         taken: list[tuple[Subject, float]] = []

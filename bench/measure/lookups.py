@@ -157,6 +157,35 @@ def _timed_passes(
     return total
 
 
+def _miss_subject(
+    pop: Population, name: BenchName, evict: Callable[[], None] | None, batches: int
+) -> Subject:
+    """get_miss: `get` over `batches` fresh batches a value, each built just before and
+    released just after, untimed (evicted first with an evictor)."""
+    s = pop.strategy
+    get = s.get
+
+    def one_batch() -> int:
+        batch = pop.fresh(pop.miss_batch)
+
+        def one_pass() -> None:
+            for r in batch:
+                get(r)
+
+        ns = _timed_passes(one_pass, 1, evict)
+        for r in batch:
+            s.release(r)
+        return ns
+
+    def measure_miss(_warmup: bool) -> float:
+        ns = sum(one_batch() for _ in range(batches))
+        return ns / (batches * pop.miss_batch) / 1e9
+
+    return Subject(
+        name=name, measure=measure_miss, loops=batches * pop.miss_batch, gc_mode="disabled"
+    )
+
+
 def lookup_subject(
     pop: Population,
     op: str,
@@ -164,31 +193,20 @@ def lookup_subject(
     min_value_ns: int,
     evict: Callable[[], None] | None = None,
     cold_lookups: int = 1000,
+    miss_batches: int = 1,
 ) -> Subject:
     """One lookup operation over a population: seconds per operation.
 
-    get_miss times `get` over a batch of requests built just before, and releases them just
-    after, untimed; the other ops time passes over the population's sample: calibrated to
+    get_miss times `get` over batches of requests, each built just before and released just
+    after, untimed: miss_batches of them a value (warm, mixed), one (cold); the other ops time passes over the population's sample: calibrated to
     min_value_ns (warm, mixed), or (cold, with an evictor) whole passes, each after an
     eviction, until a value has looked up at least cold_lookups requests."""
     s = pop.strategy
     get, peek, update, reset = s.get, s.peek, s.update, s.reset
 
     if op == "get_miss":
-
-        def measure_miss(_warmup: bool) -> float:
-            batch = pop.fresh(pop.miss_batch)
-
-            def one_pass() -> None:
-                for r in batch:
-                    get(r)
-
-            ns = _timed_passes(one_pass, 1, evict)
-            for r in batch:
-                s.release(r)
-            return ns / len(batch) / 1e9
-
-        return Subject(name=name, measure=measure_miss, loops=pop.miss_batch, gc_mode="disabled")
+        # warm: miss_batches a value; cold: one batch, after one eviction
+        return _miss_subject(pop, name, evict, max(1, miss_batches) if evict is None else 1)
 
     targets = pop.never_stated if op == "peek_miss" else pop.sample
 

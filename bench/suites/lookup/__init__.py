@@ -1,6 +1,6 @@
 """lookup: seconds per get (hit, miss/create), peek (hit, miss), update of the ten fields and
-reset, with 1e3 and 1e4 live requests (1e5 and beyond by lookup_sizes) holding state, in declared memory
-regimes (REGIME_SENTENCES below): warm and cold by default.
+reset, with 1,500 live requests holding state (a production scheduler's live set; other sizes by
+lookup_sizes), in declared memory regimes (REGIME_SENTENCES below): warm and cold by default.
 
 Names: lookup/<strategy>/op=<op>/live=<n>/regime=<regime>. A warm value is calibrated passes
 over the live requests' sample (at least `min_value_ns`); a cold value is whole passes, each timed
@@ -24,9 +24,9 @@ KIND = "lookup"
 # +-25% unless the run names one (a cell is as precise as the least precise of its ~40 ratios;
 # the precision the README promises for a default run).
 ADAPTIVE = Adaptive("ratio", within=("op",), precision_pct=25.0)
-# Its weight in the run's budget: its plan (5 processes, ~60 s here) and about two further
-# rounds of the evicted cells, the least precise (their peek ratios move with each process's
-# layout; docs/LOOKUP.md, "How many requests a pass visits").
+# Its weight in the run's budget (~90 s of the default 312): its plan (5 processes of ~9 s
+# here) and about four further rounds of the evicted cell, the least precise (its peek ratios
+# move with each process: docs/LOOKUP.md, "One live size").
 BUDGET_SHARE = 1.6
 FLAGS = (
     SuiteFlag(
@@ -67,12 +67,11 @@ class Options(SuiteOptions):
     QUICK: ClassVar[dict[str, Any]] = {
         "workers": 1,
         "values": 3,
-        "sizes": (1_000,),
         "min_value_ns": 1_000_000,
         "miss_batch": 500,
     }
     REPETITION: ClassVar[frozenset[str]] = frozenset(
-        {"workers", "values", "min_value_ns", "cold_lookups"}
+        {"workers", "values", "min_value_ns", "cold_lookups", "miss_batches"}
     )
 
     # The plan: five worker processes of 3 values (the minimum: no interval from fewer
@@ -81,15 +80,26 @@ class Options(SuiteOptions):
     # cells at +-49-80% here.
     workers: int = 5
     values: int = 3
-    # Live requests holding state. The largest scheduler preset holds 4,096 (stress-decode-max);
-    # 1e5 (add it with lookup_sizes) costs most of the suite's time for a figure no default
-    # verdict reads (docs/REGIMES.md, "What the defaults cost").
-    sizes: tuple[int, ...] = (1_000, 10_000)
+    # Live requests holding state: ~1,500, the live set at which sgl-project/sglang#36366
+    # reports automatic gen-2 collections pausing the scheduler, and at which #36369's py-spy
+    # profile found the scheduler thread ~99% busy (the gc suite's first live size). One size,
+    # not the decades 1e3 and 1e4 (until 2026-12-04), which no source gave: a worker measured
+    # both in 20 s, one in ~10 s, so the suite's share buys twice the processes, and its
+    # intervals rest on them (docs/LOOKUP.md, "One live size"). Others by lookup_sizes, e.g.
+    # [1500, 4096] (4,096: max_running_requests' high end per DP worker,
+    # python/sglang/srt/mem_cache/kv_cache_configurator.py:1622-1627 at c96e68b62b).
+    sizes: tuple[int, ...] = (1_500,)
     # calibrate loops so one value takes at least 2 ms (5 ms before 2026-12-03: a lookup worker
     # went from 25 to 23 s here with the five processes the plan now has; a value of 2 ms is
     # still ~1,000x the clock's resolution)
     min_value_ns: int = 2_000_000
-    miss_batch: int = 1_000  # fresh requests per get_miss value (creation is untimed)
+    miss_batch: int = 1_000  # fresh requests per get_miss batch (creation is untimed)
+    # Batches a warm get_miss value times (one until 2026-12-04: ~0.4 ms, against the 2 ms
+    # the other ops' values take; dynattr's values moved 240-700 ns within a process). Each
+    # batch costs ~10 ms of untimed building. Over ten processes the warm cell read +-22.7%
+    # with one batch, +-9.4% with five (a worker 8.7 s -> 13.9 s); three: docs/LOOKUP.md,
+    # "One live size".
+    miss_batches: int = 3
     # Live requests one timed pass visits (the table still holds them all): warm, a window in
     # allocation order; cold, a random sample. 1e3, not 1e4 (until 2026-12-03): a warm pass
     # over 1e4 requests did not stay in cache on this VM, and its ratios moved 0.56-1.59x
