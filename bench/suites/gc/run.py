@@ -184,7 +184,10 @@ def _run_case(
     (pattern,) = patterns_for(s, (GC_PATTERN,))
     with GcProbe() as probe:
         with phase(out, "gc:build"):
-            with gc_paused():
+            # no collection on the way out: the first mode's apply_gc_mode collects before any
+            # value (two back-to-back full collections of the background heap per case were
+            # ~5 s of the suite's 55 here, py-spy, 2026-12-04)
+            with gc_paused(collect=False):
                 sched = make_scheduler(
                     s, scenario, pool, pattern=pattern, seed=cfg.seed, gc_model=True
                 )
