@@ -104,11 +104,16 @@ def test_benchmark_names_cover_every_strategy(run_dir: Path) -> None:
         assert f"step/pr652/scenario={scenario}/pattern=per_field/regime=cold" in cold
 
 
-def test_a_warm_case_takes_twice_the_values_of_an_evicted_one(run_dir: Path) -> None:
-    values = values_of(load_pyperf(run_dir / "step.json"))
+def test_a_warm_case_takes_twice_the_values_and_an_evicted_one_its_warm_up_as_one(
+    run_dir: Path,
+) -> None:
+    suite = load_pyperf(run_dir / "step.json")
+    values = values_of(suite)
     name = "step/pr652/scenario=decode-dspark/pattern=per_field"
     assert len(values[name]) == 6  # the tiny configuration's 3 values, warm_value_factor 2
-    assert len(values[f"{name}/regime=cold"]) == 3
+    assert len(values[f"{name}/regime=cold"]) == 4  # 3 values and the warm-up round's
+    (cold,) = [b for b in suite.get_benchmarks() if b.get_name() == f"{name}/regime=cold"]
+    assert all(not run.warmups for run in cold.get_runs())
 
 
 def test_pyperf_compare_to_works_between_suites_files(run_dir: Path, tmp_path: Path) -> None:
@@ -149,11 +154,12 @@ def test_extras_are_raw_and_the_reader_derives_the_rest(run_dir: Path) -> None:
     assert "summaries" not in step
     assert "percentiles" not in step
     # every family's rounds metered for the machine's other load (bench.base.cpuload): one
-    # figure per kept round, 6 values per worker here in cache, 3 evicted
+    # figure per kept round, 6 values per worker here in cache, 4 evicted (3 and the warm-up
+    # round's)
     loads = step["extras"]["loads"]
     assert {"scenario=prefill-dspark", "scenario=decode-dspark"} <= set(loads)
     assert len(loads["scenario=prefill-dspark"]["others_cores"]) == 6
-    assert len(loads["scenario=prefill-dspark/regime=cold"]["others_cores"]) == 3
+    assert len(loads["scenario=prefill-dspark/regime=cold"]["others_cores"]) == 4
     lookup_loads = json.loads((run_dir / "lookup.extra.json").read_text())["extras"]["loads"]
     assert all(len(v["loaded"]) == 3 for v in lookup_loads.values())
 

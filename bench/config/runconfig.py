@@ -57,6 +57,7 @@ REPETITION_KEYS = frozenset(
 ABSENT_MEANS: dict[str, Any] = {
     "aa_twins": 0,
     "lookup_miss_batches": 1,
+    "step_warm_measured_ms": 0,
 }
 
 

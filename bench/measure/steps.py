@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import gc
+import math
+import statistics
 import sys
 from array import array
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from bench.base.gcprobe import (
 )
 from bench.base.names import BenchName, CaseKey
 from bench.base.timing import StepClock, time_loop_ns
+from bench.config.runconfig import RunConfig
 from bench.core.callsites import patterns_for
 from bench.core.counting import count_ops
 from bench.core.groupsites import blocks, program_of
@@ -43,6 +46,7 @@ from bench.measure.context import (
     failure_text,
     family_phase,
     phase,
+    remeasures,
 )
 from bench.measure.regime import CacheSweep, prepare_hook, sweep_bytes
 from bench.runformat.schema import QueueSeries, RequestFigures, StepSeries
@@ -127,6 +131,9 @@ def interleave_steps(
     progress_base: float = 0.0,
     progress_span: float = 1.0,
     values: int | None = None,
+    warmups: int | None = None,
+    min_measured_s: float = 0.0,
+    max_value_factor: int = 1,
 ) -> None:
     """Round-robin by iteration: a value of every scheduler is `steps` iterations, and each
     iteration position runs one iteration of every scheduler in a fresh shuffled order. The
@@ -141,10 +148,14 @@ def interleave_steps(
     positions, in one strategy's iteration at random. A round measured under load is measured
     again (bench.measure.context.RoundGuard, keyed by `family`, else the label). A strategy that
     raises is dropped with the error recorded; the others go on. values: the measured values
-    of each scheduler (None: the run's)."""
+    of each scheduler (None: the run's); warmups: the warm-up rounds before them (None: the
+    run's). min_measured_s: after the warm-up rounds, the values are raised until a
+    scheduler's measured iterations last about that long (its median over the schedulers), at
+    most max_value_factor times (calibrated_values)."""
     cfg = ctx.config
     values = cfg.values if values is None else values
-    rounds = cfg.warmup_values + values
+    warmups = cfg.warmup_values if warmups is None else warmups
+    rounds = warmups + values
     live = dict(recorders)
     deferred = gc_mode == DEFERRED
     if deferred:
@@ -153,7 +164,7 @@ def interleave_steps(
     try:
         r = 0
         while r < rounds:
-            warmup = r < cfg.warmup_values
+            warmup = r < warmups
             guard.start()
             for _ in range(steps):
                 order = list(live)
@@ -173,12 +184,30 @@ def interleave_steps(
                     rec.discard()
                 ctx.progress(progress_base + progress_span * r / rounds, guard.note(label))
                 continue
-            _take_values(out, live, steps, warmup=warmup, gc_mode=gc_mode)
+            taken = _take_values(out, live, steps, warmup=warmup, gc_mode=gc_mode)
+            if warmup and r == warmups - 1 and min_measured_s > 0:
+                values = calibrated_values(taken, steps, values, min_measured_s, max_value_factor)
+                rounds = warmups + values
+                guard.left = remeasures(values)
             r += 1
             ctx.progress(progress_base + progress_span * r / rounds, f"{label} round {r}/{rounds}")
     finally:
         if deferred:
             gc.enable()
+
+
+def calibrated_values(
+    taken: list[float], steps: int, values: int, min_measured_s: float, max_factor: int
+) -> int:
+    """The values a case takes so that a scheduler's measured iterations last min_measured_s,
+    from its schedulers' warm-up values (seconds per iteration; their median): at least
+    `values`, at most max_factor times it (pyperf sizes a value to a duration the same way; a
+    case whose iterations are cheap is otherwise measured for a fraction of what others are)."""
+    per_iteration_s = statistics.median(taken) if taken else 0.0
+    if per_iteration_s <= 0:
+        return values
+    wanted = math.ceil(min_measured_s / (steps * per_iteration_s))
+    return max(values, min(wanted, values * max(1, max_factor)))
 
 
 def _take_values(
@@ -188,16 +217,13 @@ def _take_values(
     *,
     warmup: bool,
     gc_mode: str,
-) -> None:
+) -> list[float]:
+    taken = []
     for name, rec in live.items():
-        out.add(
-            name,
-            rec.value_s(warmup=warmup),
-            warmup=warmup,
-            loops=steps,
-            unit="second",
-            gc_mode=gc_mode,
-        )
+        value = rec.value_s(warmup=warmup)
+        taken.append(value)
+        out.add(name, value, warmup=warmup, loops=steps, unit="second", gc_mode=gc_mode)
+    return taken
 
 
 def build_recorders(
@@ -305,6 +331,8 @@ def measure_cases(
     sweep_mb: int = 0,
     history: int = 0,
     warm_value_factor: int = 1,
+    warm_measured_s: float = 0.0,
+    warm_max_factor: int = 1,
 ) -> None:
     """Every scheduler case in turn: one scheduler per strategy x pattern, stepped in rounds of
     `steps_per_value` iterations interleaved iteration by iteration (interleave_steps), then
@@ -349,9 +377,11 @@ def measure_cases(
                             gc_mode=gc_mode,
                             progress_base=i / len(cases),
                             progress_span=1 / len(cases),
-                            values=ctx.config.values
-                            * (warm_value_factor if regime == "warm" else 1),
-                        )
+                            **_regime_rounds(
+                                ctx.config, regime, warm_value_factor, warm_measured_s,
+                                warm_max_factor,
+                            ),
+                        )  # fmt: skip
                 finally:
                     if gc_mode not in ("enabled", DEFERRED):
                         apply_gc_mode("enabled")
@@ -364,6 +394,26 @@ def measure_cases(
             if count_steps and regime != "cold":  # the same stream, the same counts as warm
                 with phase(out, f"{kind}:count"):
                     _count(ctx, out, recorders, count_steps)
+
+
+def _regime_rounds(
+    cfg: RunConfig, regime: str | None, factor: int, measured_s: float, max_factor: int
+) -> dict[str, Any]:
+    """interleave_steps' rounds for a case in `regime`. Warm: `factor` times the run's values,
+    raised to `measured_s` of measured iterations (up to max_factor times that). Cold: the
+    run's values, and its warm-up rounds taken as values: each cold iteration follows its own
+    sweep, so no round carries another's cache into it (over 215 cold values of two runs
+    here, 2026-12-04, the warm-up round read 1.007-1.009x its process's mean, p10-p90
+    0.96-1.13, the values' own spread; warm rounds read 1.03-1.05x)."""
+    if regime == "cold":
+        return {"values": cfg.values + cfg.warmup_values, "warmups": 0}
+    if regime == "warm":
+        return {
+            "values": cfg.values * factor,
+            "min_measured_s": measured_s,
+            "max_value_factor": max_factor,
+        }
+    return {}
 
 
 def _count(

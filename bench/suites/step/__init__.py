@@ -58,6 +58,7 @@ class Options(SuiteOptions):
         "time_requests": False,
         "regimes": ("warm",),
         "warm_value_factor": 1,
+        "warm_measured_ms": 0,
     }
     REPETITION: ClassVar[frozenset[str]] = frozenset(
         {
@@ -67,6 +68,8 @@ class Options(SuiteOptions):
             "count_steps",
             "time_requests",
             "warm_value_factor",
+            "warm_measured_ms",
+            "warm_max_factor",
         }
     )
 
@@ -86,6 +89,13 @@ class Options(SuiteOptions):
     # what a value's standard error is (7.9 µs), against 10.6 µs between processes
     # (docs/REGIMES.md, "Where a step interval's width comes from").
     warm_value_factor: int = 2
+    # ... and more, until each scheduler's measured iterations last warm_measured_ms (at most
+    # warm_max_factor times the values above; 0: off). A value is 10 iterations whatever they
+    # cost, so prefill-no-dspark's values lasted 1.7 ms against prefill-sharegpt's 21, and its
+    # interval read +-16-21% where sharegpt's read +-6-7% (docs/REGIMES.md, "Values sized
+    # to what an iteration costs").
+    warm_measured_ms: int = 90
+    warm_max_factor: int = 3
     # Lookups and states created per iteration are counted over this many untimed iterations
     # (exact: the same stream gives the same counts; 10 cover several arrival cycles: a request
     # lives 2-3 prefill iterations; 20 took 12 of the step suite's 141 s, 50 took 22 of 127 s).
@@ -106,7 +116,11 @@ class Options(SuiteOptions):
     # replaced in them); 0, none (a fresh dense batch, as before the steady layout).
     history_steps: int = -1
 
-    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = ("cold_sweep_mb", "history_steps")
+    POSITIVE_EXEMPT: ClassVar[tuple[str, ...]] = (
+        "cold_sweep_mb",
+        "history_steps",
+        "warm_measured_ms",
+    )
 
     def cases(self, config: RunConfig) -> list[tuple[Scenario, dict[str, str]]]:
         """The run's cases again in the cold regime (when it is measured)."""
@@ -119,6 +133,8 @@ class Options(SuiteOptions):
         bad = [r for r in self.regimes if r not in STEP_REGIMES] or (
             ["(none)"] if not self.regimes else []
         )
+        if not isinstance(self.warm_measured_ms, int) or self.warm_measured_ms < 0:
+            raise ValueError(f"step_warm_measured_ms: {self.warm_measured_ms!r}; 0 (off) or more")
         if self.history_steps < -1:
             raise ValueError(f"step history: {self.history_steps}; -1 (the scenario's), 0 or more")
         if bad or "warm" not in self.regimes:

@@ -41,6 +41,8 @@ def run(ctx: WorkerContext) -> SuiteOutput:
         sweep_mb=opts.cold_sweep_mb,
         history=opts.history_steps,
         warm_value_factor=opts.warm_value_factor,
+        warm_measured_s=opts.warm_measured_ms / 1e3,
+        warm_max_factor=opts.warm_max_factor,
     )
     return out
 
