@@ -246,7 +246,7 @@ def test_a_round_the_budget_buys_for_one_family_goes_to_the_nearest_to_its_targe
     """prefill-dspark at +-40% needs ~15 more processes to reach +-10%, decode-dspark at +-12%
     about one: the round the share pays for goes to decode-dspark (furthest first, the policy
     until 2026-12-04, gave it to prefill-dspark)."""
-    config = replace(suites.default_config(), budget_s=17.0, precision_pct=10.0, suites=("step",))
+    config = replace(suites.default_config(), budget_s=19.0, precision_pct=10.0, suites=("step",))
     policy = AdaptivePolicy(config, ["step"])
     policy.begin("step")
     state = _state(config, _values(40e-6, 12e-6), wall=10.0, elapsed=10.0)
@@ -254,6 +254,21 @@ def test_a_round_the_budget_buys_for_one_family_goes_to_the_nearest_to_its_targe
     assert [j.config.only_families for j in jobs] == [("scenario=decode-dspark",)]
     assert "prefill-dspark at ±40%" in label  # the label names the least precise
     assert policy.families(state)["scenario=prefill-dspark"].stop == "budget"
+
+
+def test_a_further_round_costs_what_a_process_of_the_family_took_scaled_by_its_values() -> None:
+    """Per process, not per value: a warm step case takes several times the run's values, so
+    a per-value cost times the round's values read it at a fraction of what it took."""
+    plan = replace(suites.default_config(), values=3, warmup_values=1, suites=("step",))
+    state = _state(plan, _values(1e-6, 1e-6), wall=10.0, elapsed=10.0)
+    state.merged = {n: bvs * 2 for n, bvs in state.merged.items()}  # two processes measured it
+    further = replace(plan, values=6)
+    own = suites.get("step").adaptive
+    assert own is not None
+    cost = AdaptivePolicy._round_cost_s(own, state, further)
+    # prefill-dspark's phases: 4.0 s over two processes, a further one of 6 values (+1)
+    # against the plan's 3 (+1)
+    assert cost["scenario=prefill-dspark"] == pytest.approx(4.0 / 2 * 7 / 4)
 
 
 def test_processes_needed() -> None:

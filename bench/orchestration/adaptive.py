@@ -277,13 +277,12 @@ class AdaptivePolicy:
             only_families=(),
             values=max(FURTHER_VALUES, state.jobs[0].config.values),
         )
-        per_unit = self._seconds_per_unit(spec.adaptive, state)
+        round_cost = self._round_cost_s(spec.adaptive, state, base)
         overhead = self._overhead_s(state)
         left = mine.budget_s - state.elapsed_s
         chosen, predicted = [], overhead
         for family in short:
-            units = self._units(spec.adaptive, state, family, base)
-            cost = per_unit.get(family, 0.0) * units
+            cost = round_cost.get(family, 0.0)
             if predicted + cost <= left:
                 chosen.append(family)
                 predicted += cost
@@ -428,28 +427,20 @@ class AdaptivePolicy:
         return out
 
     @staticmethod
-    def _seconds_per_unit(adaptive: Adaptive, state: SuiteState) -> dict[str, float]:
-        """Per family, its wall time in the workers (the family phases they record) per unit of
-        work: one benchmark's value or warm-up value (a scheduler stepped for one round)."""
+    def _round_cost_s(adaptive: Adaptive, state: SuiteState, config: RunConfig) -> dict[str, float]:
+        """Per family, what a further process of it costs: its wall time in the workers (the
+        family phases they record) per process that measured it, scaled by the further
+        round's values and warm-ups against the plan's. (Per value, as until 2026-12-04, it
+        left out that a warm step case takes several times the run's values.)"""
         seconds = {
             k[len(FAMILY_PHASE) :]: v
             for k, v in state.extras.phases.items()
             if k.startswith(FAMILY_PHASE)
         }
-        units: dict[str, int] = {}
-        for name, bvs in state.merged.items():
-            family = BenchName.parse(name).family_text(adaptive.within)
-            units[family] = units.get(family, 0) + sum(len(b.values) + len(b.warmups) for b in bvs)
-        return {f: s / units[f] for f, s in seconds.items() if units.get(f)}
-
-    @staticmethod
-    def _units(adaptive: Adaptive, state: SuiteState, family: str, config: RunConfig) -> int:
-        """The units of work a further round of one family is: its benchmarks times the
-        round's values and warm-ups."""
-        names = {
-            n for n in state.merged if BenchName.parse(n).family_text(adaptive.within) == family
-        }
-        return len(names) * (config.values + config.warmup_values)
+        rounds = AdaptivePolicy._rounds(adaptive, state)
+        plan = state.jobs[0].config
+        scale = (config.values + config.warmup_values) / max(1, plan.values + plan.warmup_values)
+        return {f: s / rounds[f] * scale for f, s in seconds.items() if rounds.get(f)}
 
     @staticmethod
     def _overhead_s(state: SuiteState) -> float:
