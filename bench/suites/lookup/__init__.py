@@ -24,10 +24,10 @@ KIND = "lookup"
 # +-25% unless the run names one (a cell is as precise as the least precise of its ~40 ratios;
 # the precision the README promises for a default run).
 ADAPTIVE = Adaptive("ratio", within=("op",), precision_pct=25.0)
-# Its weight in the run's budget (~90 s of the default 312): its plan (5 processes of ~9 s
-# here) and about four further rounds of the evicted cell, the least precise (its peek ratios
+# Its weight in the run's budget (~80 s of the default 305): its plan (5 processes of ~9 s
+# here) and about three further rounds of the evicted cell, the least precise (its peek ratios
 # move with each process: docs/LOOKUP.md, "One live size").
-BUDGET_SHARE = 1.6
+BUDGET_SHARE = 1.5
 FLAGS = (
     SuiteFlag(
         "--regime",
