@@ -271,6 +271,31 @@ def test_a_further_round_costs_what_a_process_of_the_family_took_scaled_by_its_v
     assert cost["scenario=prefill-dspark"] == pytest.approx(4.0 / 2 * 7 / 4)
 
 
+def test_a_further_lookup_round_takes_the_plans_values_not_six() -> None:
+    """A lookup cell's ratios move between processes, not within one: its further round is a
+    cheap process of 3 values (the step suite's takes FURTHER_VALUES)."""
+    config = replace(suites.default_config(), budget_s=100.0, suites=("lookup",))
+    plan = replace(config, values=3)
+    policy = AdaptivePolicy(config, ["lookup"])
+    policy.begin("lookup")
+    state = SuiteState("lookup")
+    state.jobs = [Job(w, plan) for w in range(5)]  # type: ignore[arg-type]
+    state.worker_wall_s = [2.0] * 5
+    from bench.base.timing import wall_s
+
+    state.started = wall_s() - 10.0
+    for s in ("pr652", "slots", "control"):
+        name = str(BenchName.of("lookup", s, op="peek_hit", live=1500, regime="cold"))
+        state.merged[name] = [
+            BenchValues(name, [1e-7 * (1 + (w % 2) * (s == "slots"))] * 3, [], 10, worker=w)
+            for w in range(5)
+        ]
+    state.extras = SuiteExtras(phases={"family:live=1500/regime=cold": 5.0})
+    jobs, _label = policy.further(state)
+    assert [j.config.values for j in jobs] == [3]
+    assert jobs[0].config.only_families == ("live=1500/regime=cold",)
+
+
 def test_processes_needed() -> None:
     assert processes_needed(Precision("q", 1.0, 20.0), 5, 10.0) == pytest.approx(15.0)
     assert processes_needed(Precision("q", 1.0, 9.0), 5, 10.0) == 0.0

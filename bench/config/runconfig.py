@@ -88,11 +88,14 @@ class Adaptive:
               least precise ratio)
     precision_pct  the half-width its families are measured to when the run names none
               (RunConfig.precision_pct None: no --precision, no --quick)
+    further_values  the values a further round's process takes (None: the policy's own,
+              bench.orchestration.adaptive.FURTHER_VALUES, or the plan's if more)
     """
 
     quantity: str
     within: tuple[str, ...]
     precision_pct: float = 15.0
+    further_values: int | None = None
 
     QUANTITIES = ("net_cost", "ratio")
 

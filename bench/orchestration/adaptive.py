@@ -272,10 +272,11 @@ class AdaptivePolicy:
         # plan did. (A round of the baseline and control alone cost a seventh as much, but with
         # 3 schedulers interleaved instead of 20 their data stayed in cache: decode-dspark's
         # control iteration took 173 us against 502-535 us, and its net cost halved.)
+        further = spec.adaptive.further_values or FURTHER_VALUES
         base = replace(
             state.jobs[0].config,
             only_families=(),
-            values=max(FURTHER_VALUES, state.jobs[0].config.values),
+            values=max(further, state.jobs[0].config.values),
         )
         round_cost = self._round_cost_s(spec.adaptive, state, base)
         overhead = self._overhead_s(state)

@@ -23,7 +23,11 @@ KIND = "lookup"
 # built per cell), measured until every strategy's ratio to the baseline reaches the precision:
 # +-25% unless the run names one (a cell is as precise as the least precise of its ~40 ratios;
 # the precision the README promises for a default run).
-ADAPTIVE = Adaptive("ratio", within=("op",), precision_pct=25.0)
+# A further process takes the plan's 3 values, not the policy's 6: a cell's ratios move
+# between processes, not within one (over nine processes the cold cell's least precise ratios
+# varied by 19-31% between processes' means, against 5-7% of a process's own standard error,
+# 2026-12-04), so a further round buys a process, as cheaply as it can.
+ADAPTIVE = Adaptive("ratio", within=("op",), precision_pct=25.0, further_values=3)
 # Its weight in the run's budget (~80 s of the default 305): its plan (5 processes of ~9 s
 # here) and about three further rounds of the evicted cell, the least precise (its peek ratios
 # move with each process: docs/LOOKUP.md, "One live size").
