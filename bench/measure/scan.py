@@ -36,6 +36,7 @@ def time_scan_us(
     churn: float = 0.0,
     sweep_bytes: int = DEFAULT_SWEEP_BYTES,
     repeats: int = COLD_REPEATS,
+    strategy_name: str = SCAN_STRATEGY,
 ) -> list[float]:
     """µs per decode scan of `batch` requests holding their state, one scan per repeat:
     warm, after the suite's warm read of the batch (every attribute of every request and its
@@ -48,9 +49,11 @@ def time_scan_us(
     turn), which sets how many pages a cold scan touches. `churn` requests per scan are
     replaced (on average), as the decode batch replaces finished ones: the new one's state is
     created by the scan, the old one dies in the timed statement (its weak reference's
-    callback removes the table entry), as both happen inside a decode iteration."""
+    callback removes the table entry), as both happen inside a decode iteration.
+    strategy_name: whose `get` the loop calls (control's: what the loop costs without the
+    state, the requests' own misses included, which the suite's net figures leave out)."""
 
-    strategy = load_builtin(SCAN_STRATEGY)
+    strategy = load_builtin(strategy_name)
     cls = make_request_class(strategy, model=request_model)
     plain = make_request_class(None, model=request_model)
     ids = array("q", range(16))
