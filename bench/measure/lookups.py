@@ -198,9 +198,10 @@ def lookup_subject(
     """One lookup operation over a population: seconds per operation.
 
     get_miss times `get` over batches of requests, each built just before and released just
-    after, untimed: miss_batches of them a value (warm, mixed), one (cold); the other ops time passes over the population's sample: calibrated to
-    min_value_ns (warm, mixed), or (cold, with an evictor) whole passes, each after an
-    eviction, until a value has looked up at least cold_lookups requests."""
+    after, untimed: miss_batches of them a value (warm, mixed), one (cold). The other ops time
+    passes over the population's sample: calibrated to min_value_ns (warm, mixed), or (cold,
+    with an evictor) whole passes, each after an eviction, until a value has looked up at
+    least cold_lookups requests."""
     s = pop.strategy
     get, peek, update, reset = s.get, s.peek, s.update, s.reset
 

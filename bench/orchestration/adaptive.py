@@ -265,8 +265,9 @@ class AdaptivePolicy:
         # The nearest to its target first: a half-width narrows as 1/sqrt(processes), so a
         # family at hw% after n of them needs about n((hw/target)^2 - 1) more; the budget goes
         # to the families it can bring to the target (an incomputable one first: one more
-        # process makes it computable). Furthest first (until 2026-12-04) spent the step
-        # suite's one further process on prefill-no-dspark evicted at +-33%, which needed ten.
+        # process makes it computable). Furthest first (until 2026-12-04) offered a further
+        # process first to the family furthest from its target: in one default run
+        # prefill-no-dspark evicted at +-33% after six processes, ~60 short of +-10%.
         short.sort(key=lambda f: processes_needed(precision[f], rounds.get(f, 0), target))
         # A further round measures whole families: every strategy and pattern of them, as the
         # plan did. (A round of the baseline and control alone cost a seventh as much, but with
