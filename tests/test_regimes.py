@@ -219,6 +219,13 @@ def test_a_disagreement_reaches_the_summary_the_markdown_and_the_report_first_sc
     assert "WARNING: selfcheck disagrees: decode scan in cache" in pr.terminal(summary)
     assert "**Warning:** selfcheck disagrees" in pr.markdown(summary, [])
     assert "selfcheck disagrees: decode scan in cache" in str(pr_section(run))
+    from bench.report.html import selfcheck_section
+
+    assert "net of control" not in str(selfcheck_section(run))  # an old, gross check
+    net = replace(run.selfcheck, scan_control_us={"warm": 12.0, "cold": 80.0})
+    assert "decode scan, in cache, net of control" in str(
+        selfcheck_section(dataclasses.replace(run, selfcheck=net))
+    )
 
 
 def test_selfcheck_times_the_scan_in_both_regimes() -> None:

@@ -417,7 +417,10 @@ def selfcheck_section(run: RunData) -> Html | None:
         agreement = check.scan_agreement(regime)
         rows.append(
             (
-                td(f"decode scan, {REGIME_WORDS.get(regime, regime)}"),
+                td(
+                    f"decode scan, {REGIME_WORDS.get(regime, regime)}"
+                    + (", net of control's loop" if check.scan_control_us else "")
+                ),
                 num(f"{mine:.1f} µs"),
                 num("" if suite is None else f"{suite:.1f} µs"),
                 num("" if agreement is None else f"{agreement:.3f}"),
