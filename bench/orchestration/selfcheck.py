@@ -36,6 +36,7 @@ from bench.core.workload import make_request_class
 from bench.measure.regime import sweep_bytes
 from bench.measure.scan import SCAN_STRATEGY, time_scan_us
 from bench.runformat.schema import DEFAULT_WORKERS, REPEATS, SELFCHECK_FILE, SelfCheck
+from bench.stats.cases import REFERENCE
 from strategies import load_builtin
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ CALIBRATION_LOOPS = 10
 # Scans timed per regime and strategy: pr652's and control's (120 each, not 200 for pr652
 # alone: the check's cold scans, each after a sweep, stay ~4 s).
 SCAN_REPEATS = 120
-REFERENCE = "control"
 
 
 def time_get_hit_ns(strategy_name: str, live: int, request_model: str) -> list[float]:
