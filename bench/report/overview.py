@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from bench.report.load import RunData
 from bench.report.scenarios.model import cases
-from bench.stats.cases import REFERENCE, Case, Cost
+from bench.stats.cases import NET_STATISTIC_WORDS, REFERENCE, Case, Cost
 
 NAME = "overview"
 TITLE = "Cost per scheduler iteration of each design in each scenario"
@@ -74,7 +74,7 @@ def alt_text(run: RunData) -> str:
             text += f", {evicted[0]:.1f} µs evicted"
         parts.append(text)
     return (
-        "Cost per scheduler iteration net of control, µs, median and 95% interval, of each "
+        f"Cost per scheduler iteration net of control, µs, {NET_STATISTIC_WORDS} and 95% interval, of each "
         "design in each scenario: filled markers in cache, hollow evicted; the baseline black "
         "with a dashed line at its in-cache cost. " + "; ".join(parts) + "."
     )

@@ -24,7 +24,7 @@ from bench.report.scenarios.model import STEPS, cases, request_rows
 from bench.report.scenarios.prose import headline_cases, net_difference, pct, where_from
 from bench.report.text import esc_md, md_code_block, md_table
 from bench.report.viewspec import views
-from bench.stats.cases import REVIEW, Case, Cost
+from bench.stats.cases import NET_STATISTIC_WORDS, REVIEW, Case, Cost
 from bench.stats.derive import NetCost
 
 SAME = "¹"  # marks a difference whose interval includes zero
@@ -437,8 +437,8 @@ def markdown(pr: PrSummary, details: list[str], blocks: list[str] | None = None)
         )
         out.append("")
         note = (
-            "Costs per scheduler iteration net of control (the harness's own loop), median "
-            "[95% CI] over worker processes then rounds; Δ: candidate minus baseline, paired "
+            "Costs per scheduler iteration net of control (the harness's own loop), "
+            f"{NET_STATISTIC_WORDS} [95% CI] over worker processes then rounds; Δ: candidate minus baseline, paired "
             "per round; in cache / evicted: the requests' memory read just before each "
             "iteration / a cache sweep before it (docs/REGIMES.md)."
         )
@@ -487,7 +487,7 @@ def terminal(pr: PrSummary) -> str:
     if table:
         lines += wrap(
             f"baseline {pr.baseline_label}, candidate {pr.candidate_label}: µs per scheduler "
-            "iteration net of control, median [95% CI]; Δ candidate minus baseline, paired"
+            f"iteration net of control, {NET_STATISTIC_WORDS} [95% CI]; Δ candidate minus baseline, paired"
         )
         lines.append("  ".join(h.ljust(w) for h, w in zip(titles, widths, strict=True)).rstrip())
         lines += [

@@ -19,6 +19,7 @@ from bench.stats.robust import (
     compare,
     hierarchical_compare,
     hierarchical_median_ci,
+    hierarchical_trimmed_ci,
     iqr,
     is_noisy,
     linear_fit,
@@ -30,6 +31,7 @@ from bench.stats.robust import (
     quantile_ratio_ci,
     supports_quantile,
     t975,
+    trimmed_mean,
     values_for_quantile,
     wilcoxon_signed_rank_p,
 )
@@ -45,6 +47,7 @@ __all__ = [
     "compare",
     "hierarchical_compare",
     "hierarchical_median_ci",
+    "hierarchical_trimmed_ci",
     "iqr",
     "is_noisy",
     "linear_fit",
@@ -56,6 +59,7 @@ __all__ = [
     "quantile_ratio_ci",
     "supports_quantile",
     "t975",
+    "trimmed_mean",
     "values_for_quantile",
     "wilcoxon_signed_rank_p",
 ]

@@ -400,7 +400,7 @@ MIN_PROCESSES = 5
 class NetCost:
     """A benchmark's value net of a reference strategy's (the harness's own cost), per round."""
 
-    median: float  # in the benchmark's unit (seconds per iteration)
+    median: float  # the centre, in the benchmark's unit (seconds per iteration): the statistic's
     ci_low: float
     ci_high: float
     n: int
@@ -439,12 +439,15 @@ def paired_difference(
     a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], statistic: str
 ) -> NetCost:
     """a minus b per round, the rounds grouped by worker process (value i of a group of each
-    from the same round): the median of the differences with a hierarchical bootstrap CI
-    (processes, then rounds: a process's layout and hash seed move every round of it), or
-    their mean with a bootstrap CI over rounds."""
+    from the same round): the median ("median") or the 10%-trimmed mean ("trimmed") of the
+    differences with a hierarchical bootstrap CI (processes, then rounds: a process's layout
+    and hash seed move every round of it), or their mean with a bootstrap CI over rounds."""
     diffs = [[x - y for x, y in zip(ga, gb, strict=True)] for ga, gb in zip(a, b, strict=True)]
     flat = [d for g in diffs for d in g]
-    if statistic == "mean":
+    if statistic == "trimmed":
+        lo, hi = robust.hierarchical_trimmed_ci(diffs)
+        centre = robust.trimmed_mean(flat)
+    elif statistic == "mean":
         lo, hi = robust.bootstrap_mean_ci(flat)
         centre = sum(flat) / len(flat)
     else:

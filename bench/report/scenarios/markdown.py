@@ -10,7 +10,7 @@ from bench.report.scenarios import prose
 from bench.report.scenarios.html import REQUEST_HEAD, request_cells
 from bench.report.scenarios.model import request_rows
 from bench.report.text import esc_md, md_table
-from bench.stats.cases import REVIEW, Case
+from bench.stats.cases import NET_STATISTIC_WORDS, REVIEW, Case
 
 QUEUE_SHORT = {
     "inflight": "inflight",
@@ -23,7 +23,7 @@ def scenario_markdown(run: RunData, all_cases: Sequence[Case]) -> list[str]:
     if not all_cases:
         return []
     out = [
-        "**Per scenario** (cost per iteration net of `control`, collections run between iterations, median [95% CI]; share of the stated forward):",
+        f"**Per scenario** (cost per iteration net of `control`, collections run between iterations, {NET_STATISTIC_WORDS} [95% CI]; share of the stated forward):",
         "",
     ]
     rows = []

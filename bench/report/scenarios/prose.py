@@ -14,6 +14,7 @@ from bench.report.scenarios.model import STEPS, cases
 from bench.stats.cases import (
     MATERIAL_SHARE,
     NET_STATISTIC,
+    NET_STATISTIC_WORDS,
     REFERENCE,
     REVIEW,
     Case,
@@ -345,7 +346,8 @@ def cost_lines(data: SuiteData) -> list[str]:
     if not net:
         return []
     lines = [
-        "\n   cost per iteration net of control (collections between iterations)   median [95% CI]"
+        "\n   cost per iteration net of control (collections between iterations)   "
+        f"{NET_STATISTIC_WORDS} [95% CI]"
     ]
     for name in sorted(net):
         c = net[name]
