@@ -21,7 +21,7 @@ the asymptotic theory of fixed-width sequential confidence intervals for the mea
 Statist. 36, 1965); at the few rounds of a short budget the fixed minimum (the plan) keeps the
 first interval from resting on one process. What it does to false findings is measured, not
 assumed: `python -m bench selftest-aa --budget ...` counts the A/A twin's flagged rows with and
-without a budget (docs/STATISTICS.md has the table).
+without a budget (docs/ARCHITECTURE.md, "Adaptive measurement").
 
 Budget shares: when a suite starts, it gets the budget still unspent times its BUDGET_SHARE
 over the shares of the suites still to run (its own included), so a suite that finishes early

@@ -293,7 +293,7 @@ def quantile_ratio_ci(
 # spoilt by something outside the design (one round in twelve once read 449 us against 30-141 us
 # for the others) moves a 10%-trimmed mean by little, while the mean of the middle 80% keeps
 # ~95% of the mean's efficiency on well-behaved rounds, where the median keeps ~64%
-# (docs/STATISTICS.md, "The paired estimator").
+# (docs/ARCHITECTURE.md, "The paired estimator").
 TRIM_FRACTION = 0.10
 
 
