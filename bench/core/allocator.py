@@ -52,8 +52,15 @@ class IntervalAllocator:
         if not indices:
             return
         with self._lock:
+            ordered = sorted(indices)
             runs: list[tuple[int, int]] = []
-            for r in sorted(indices):
+            if ordered[-1] - ordered[0] + 1 == len(ordered) and len(set(ordered)) == len(ordered):
+                # one contiguous run, as alloc gives them (the rows a request is given): no
+                # Python loop over its rows (a loop per row was 10 s of a 58 s gc suite, py-spy,
+                # 2026-12-06, in the transfer worker's untimed frees)
+                runs.append((ordered[0], ordered[-1] + 1))
+                ordered = []
+            for r in ordered:
                 if runs and r < runs[-1][1]:
                     continue  # duplicate within this call
                 if runs and r == runs[-1][1]:
