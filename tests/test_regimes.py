@@ -255,6 +255,31 @@ def test_a_scan_check_net_of_control_says_so_and_an_old_gross_one_is_named() -> 
     assert "own misses" not in cold
 
 
+def test_an_evicted_scan_below_the_suite_names_the_knee_when_a_deeper_sweep_closes_the_gap() -> (
+    None
+):
+    """The AMD EPYC VM of 2026-12-06: the probe chose 64 MiB, the check's loop read 0.50-0.83
+    of the suite evicted, and 181 µs net after 256 MiB against the suite's 174-196."""
+    base = replace(
+        _scan_check(1.0, 0.5, sweeps=(64, 64)), scan_control_us={"warm": 12.0, "cold": 80.0}
+    )
+    knee = replace(base, deep_sweep_mb=256, deep_timeit_us=181.0)
+    again = SelfCheck.from_json(json.loads(json.dumps(knee.to_json())))
+    assert (again.deep_sweep_mb, again.deep_timeit_us) == (256, 181.0)
+    (cold,) = [c for c in knee.disagreements() if "decode scan evicted 0.500" in c]
+    assert "sits at this machine's knee" in cold
+    assert "after 256 MiB the same loop reads 181.0 µs net (timeit/suite 0.905)" in cold
+    assert any(
+        line.split()[:2] == ["256", "MiB"] and "after a deeper sweep" in line
+        for line in knee.scan_lines()
+    )
+    # no deeper figure, or one that does not close the gap: the layout is the likely cause
+    for other in (base, replace(base, deep_sweep_mb=256, deep_timeit_us=90.0)):
+        (cold,) = [c for c in other.disagreements() if "decode scan evicted" in c]
+        assert "knee" not in cold
+        assert "heap's layout" in cold
+
+
 def test_two_designs_with_the_same_lookups_read_the_same(tmp_path: Path) -> None:
     """pr652 per_field and cached execute the same lookups on a decode node: medians that differ
     by chance must not be shown as a difference (the paired interval includes zero)."""

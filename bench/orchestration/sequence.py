@@ -165,7 +165,10 @@ def _with_selfcheck(run: Any, *, verbose: bool) -> Any:
 
     if not applies(run):
         return run
-    print("selfcheck: timing get_hit with plain timeit (~5 s)", file=sys.stderr)
+    print(
+        "selfcheck: timing get_hit and the decode scan with plain timeit (~12 s here)",
+        file=sys.stderr,
+    )
     try:
         result = selfcheck(run)
     except Exception as exc:

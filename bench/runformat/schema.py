@@ -531,6 +531,18 @@ class SelfCheck:
     # The cold sweeps, MiB: the one timeit read before each cold scan, and the suite's.
     scan_sweep_mb: int = 0
     suite_sweep_mb: int = 0
+    # The same evicted scan after a deeper sweep (deep_sweep_mb, MiB; 0: not timed), net of
+    # control's loop, µs: whether the suite's sweep sits at this machine's knee for a loop
+    # timed alone (bench.orchestration.selfcheck.DEEP_SWEEP_FACTOR)
+    deep_sweep_mb: int = 0
+    deep_timeit_us: float | None = None
+
+    def deep_agreement(self) -> float | None:
+        """The deeper sweep's evicted scan against the suite's evicted figure."""
+        suite = self.scan_suite_us.get("cold")
+        if self.deep_timeit_us is None or not suite or suite <= 0:
+            return None
+        return self.deep_timeit_us / suite
 
     def scan_agreement(self, regime: str) -> float | None:
         suite = self.scan_suite_us.get(regime)
@@ -561,6 +573,13 @@ class SelfCheck:
             out.append(
                 f"   {regime:<12} {mine:>10.1f} {'-' if suite is None else f'{suite:.1f}':>10} "
                 f"{'-' if a is None else f'{a:.3f}':>13}  {verdict}"
+            )
+        deep = self.deep_agreement()
+        if deep is not None:
+            out.append(
+                f"   {str(self.deep_sweep_mb) + ' MiB':<12} "
+                f"{self.deep_timeit_us:>10.1f} {self.scan_suite_us['cold']:>10.1f} "
+                f"{deep:>13.3f}  (cold, after a deeper sweep: not an item)"
             )
         return out
 
@@ -653,6 +672,16 @@ class SelfCheck:
                     "included; the suite's is net of control, whose iteration walks the same "
                     "requests (a check from before 2026-12-04: run it again)"
                 )
+            deep = self.deep_agreement()
+            if agreement < 1 and deep is not None and deep > agreement:
+                return (
+                    f"the {self.suite_sweep_mb} MiB sweep sits at this machine's knee for a loop "
+                    f"timed alone: after {self.deep_sweep_mb} MiB the same loop reads "
+                    f"{self.deep_timeit_us:.1f} µs net (timeit/suite {deep:.3f}), so the "
+                    "loop still found part of its requests in cache; the suite's iteration, "
+                    "amid its other schedulers' memory, is evicted further by the same sweep "
+                    "(docs/REGIMES.md, 'The evicted self-check at the knee')"
+                )
             return (
                 "how far the requests are evicted depends on the heap's layout, which a plain "
                 "loop's requests (built in one go) share only in part with the suite's"
@@ -711,6 +740,10 @@ class SelfCheck:
                 },
                 scan_sweep_mb=int(raw.get("scan_sweep_mb", 0)),
                 suite_sweep_mb=int(raw.get("suite_sweep_mb", 0)),
+                deep_sweep_mb=int(raw.get("deep_sweep_mb", 0)),
+                deep_timeit_us=None
+                if raw.get("deep_timeit_us") is None
+                else float(raw["deep_timeit_us"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"selfcheck: {type(exc).__name__}: {exc}") from None
