@@ -397,23 +397,18 @@ def hierarchical_compare(
         len(v) == len(b) for v, b in zip(values, baseline, strict=True)
     )
     if paired and same_shape:
-        logs = [
-            [math.log(v / b) if v > 0 and b > 0 else math.nan for v, b in zip(vs, bs, strict=True)]
+        ratios = [
+            [v / b for v, b in zip(vs, bs, strict=True)]
             for vs, bs in zip(values, baseline, strict=True)
         ]
-        if any(
-            math.isnan(x) for group in logs for x in group
-        ):  # a non-positive value has no log: the median
-            ratios = [
-                [v / b for v, b in zip(vs, bs, strict=True)]
-                for vs, bs in zip(values, baseline, strict=True)
-            ]
-            point = median([r for group in ratios for r in group])
-            dist = _hierarchical_medians(ratios, rng, BOOTSTRAP_RESAMPLES)
-        else:
+        if all(v > 0 for g in values for v in g) and all(b > 0 for g in baseline for b in g):
+            logs = [[math.log(r) for r in group] for group in ratios]
             point = math.exp(trimmed_mean([x for group in logs for x in group]))
             draws = _hierarchical_draws(logs, rng, BOOTSTRAP_RESAMPLES)
             dist = np.exp(_rows_trimmed_mean(draws))
+        else:  # a value at or below zero has no log ratio: the median of the ratios
+            point = median([r for group in ratios for r in group])
+            dist = _hierarchical_medians(ratios, rng, BOOTSTRAP_RESAMPLES)
     else:
         point = median([v for g in values for v in g]) / median([b for g in baseline for b in g])
         num = _hierarchical_medians(values, rng, BOOTSTRAP_RESAMPLES)
