@@ -274,7 +274,8 @@ def test_an_evicted_scan_below_the_suite_names_the_knee_when_a_deeper_sweep_clos
         for line in knee.scan_lines()
     )
     # no deeper figure, or one that does not close the gap: the layout is the likely cause
-    for other in (base, replace(base, deep_sweep_mb=256, deep_timeit_us=90.0)):
+    # (0.5 to 0.7 closes less than half the gap)
+    for other in (base, replace(base, deep_sweep_mb=256, deep_timeit_us=140.0)):
         (cold,) = [c for c in other.disagreements() if "decode scan evicted" in c]
         assert "knee" not in cold
         assert "heap's layout" in cold

@@ -673,7 +673,8 @@ class SelfCheck:
                     "requests (a check from before 2026-12-04: run it again)"
                 )
             deep = self.deep_agreement()
-            if agreement < 1 and deep is not None and deep > agreement:
+            # the deeper sweep closes at least half the gap to the suite: the knee
+            if agreement < 1 and deep is not None and 1 - deep <= (1 - agreement) / 2:
                 return (
                     f"the {self.suite_sweep_mb} MiB sweep sits at this machine's knee for a loop "
                     f"timed alone: after {self.deep_sweep_mb} MiB the same loop reads "

@@ -30,7 +30,7 @@ REFERENCE = "control"  # the strategy whose call sites touch nothing: the harnes
 # 10%-trimmed mean (bench.stats.robust.TRIM_FRACTION), with a CI over processes then rounds. A
 # cost per iteration is a mean, and real mode's paired statistic is the change of the mean
 # iteration; the median of the same rounds was the less efficient (one default run here,
-# 2026-12-06: the step families' median half-width 12.2% with the median, 9.5% trimmed) and
+# 2026-12-06: the step families' median half-width 12.2% with the median, 8.9% trimmed) and
 # the plain mean the less robust (one round in twelve of a run once read 449 us against 30-141
 # us for the others and took the mean's interval to +-46%; trimming drops such a round).
 NET_STATISTIC = "trimmed"
