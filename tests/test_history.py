@@ -341,7 +341,11 @@ def test_bisect_without_a_step_says_so_after_one_gate(tmp_path: Path) -> None:
 # -- the replay line (target mode) ----------------------------------------------------------------
 
 
+# serial: its rounds are wall-clock timings of one process each, judged against each other; in
+# the parallel slow phase another test's load once put a WeakKeyDictionary round at 0.70 and
+# once at 1.06 against the A/A's 1.09 (2026-12-04, 2026-12-06)
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_replay_line_measures_each_commits_group_and_pairs_it_with_the_anchor(
     tmp_path: Path,
 ) -> None:
@@ -361,9 +365,10 @@ def test_a_replay_line_measures_each_commits_group_and_pairs_it_with_the_anchor(
     }
     assert all(r["mode"] == "replay" and len(r["rounds"]) == 2 for r in recs.values())
     # the anchor's point is its A/A twin; a WeakKeyDictionary home costs more than fields on Req
-    weak = [r["ratio"] for r in recs["weak"]["rounds"]]
-    aa = [r["ratio"] for r in recs["inline"]["rounds"]]
-    assert min(weak) > max(aa)
+    # over the rounds: the mean log ratio of each side
+    weak = [math.log(r["ratio"]) for r in recs["weak"]["rounds"]]
+    aa = [math.log(r["ratio"]) for r in recs["inline"]["rounds"]]
+    assert sum(weak) / len(weak) > sum(aa) / len(aa)
     assert "replay-lp_states-decode-dspark" in (folder / "summary.md").read_text()
 
 
