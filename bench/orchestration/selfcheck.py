@@ -220,10 +220,12 @@ def selfcheck(
             # so is the check's, the same loop with control's get timed beside it. (Gross,
             # the evicted scan read 1.26-1.61x the suite, 280 µs against 193-205; control's
             # loop alone took 80, its own misses on the requests, 2026-12-04.)
-            def scan_us(regime: str, strategy: str) -> float:
+            def scan_us(
+                regime: str, strategy: str, sweep_b: int = sweep, repeats: int = SCAN_REPEATS
+            ) -> float:
                 return statistics.median(
-                    time_scan_us(batch, model, regime, result.scan_neighbours, churn, sweep,
-                                 SCAN_REPEATS, strategy)
+                    time_scan_us(batch, model, regime, result.scan_neighbours, churn, sweep_b,
+                                 repeats, strategy)
                 )  # fmt: skip
 
             gross = {regime: scan_us(regime, SCAN_STRATEGY) for regime in suite_scan}
@@ -231,15 +233,10 @@ def selfcheck(
             result.scan_timeit_us = {r: gross[r] - result.scan_control_us[r] for r in suite_scan}
             deep_mb = min(DEEP_SWEEP_FACTOR * (sweep >> 20), DEEP_SWEEP_MAX_MB)
             if "cold" in suite_scan and deep_mb > sweep >> 20:
-
-                def deep_us(strategy: str) -> float:
-                    return statistics.median(
-                        time_scan_us(batch, model, "cold", result.scan_neighbours, churn,
-                                     deep_mb << 20, DEEP_REPEATS, strategy)
-                    )  # fmt: skip
-
                 result.deep_sweep_mb = deep_mb
-                result.deep_timeit_us = deep_us(SCAN_STRATEGY) - deep_us(REFERENCE)
+                result.deep_timeit_us = scan_us(
+                    "cold", SCAN_STRATEGY, deep_mb << 20, DEEP_REPEATS
+                ) - scan_us("cold", REFERENCE, deep_mb << 20, DEEP_REPEATS)
         if write:
             write_json(run.path / SELFCHECK_FILE, result.to_json())
     return result
