@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench import suites
 from bench.base.errors import DataError, UsageError
 from bench.base.names import BenchName
 from bench.base.storage import check_free_space, new_run_dir, write_atomic
@@ -101,11 +102,14 @@ def test_sigterm_keeps_finished_suites_and_resume_completes(tmp_path: Path) -> N
         stderr=subprocess.PIPE,
         text=True,
     )
+    # the fixed plan (scaling) runs before the adaptive suite (lookup): bench.suites.run_order
+    first, second = suites.run_order(["lookup", "scaling"])
+    assert (first, second) == ("scaling", "lookup")
     deadline = time.monotonic() + 240
     run = None
     while time.monotonic() < deadline:
         dirs = [p for p in tmp_path.iterdir() if p.is_dir()]
-        if dirs and _suite_done(dirs[0], "lookup"):
+        if dirs and _suite_done(dirs[0], first):
             run = dirs[0]
             break
         time.sleep(0.2)
@@ -116,9 +120,9 @@ def test_sigterm_keeps_finished_suites_and_resume_completes(tmp_path: Path) -> N
     assert "--resume" in err
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "incomplete"
-    assert manifest["missing"] == ["scaling"]
-    assert manifest["suites"]["lookup"]["status"] == "done"
-    before = (run / "lookup.json").read_bytes()
+    assert manifest["missing"] == [second]
+    assert manifest["suites"][first]["status"] == "done"
+    before = (run / f"{first}.json").read_bytes()
     assert not list(run.glob(".*tmp"))  # no half-written files left behind
 
     resumed = run_cli("run", "--resume", str(run), "--no-report")
@@ -126,8 +130,8 @@ def test_sigterm_keeps_finished_suites_and_resume_completes(tmp_path: Path) -> N
     assert "resuming" in resumed.stderr
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "complete"
-    assert (run / "lookup.json").read_bytes() == before  # only the missing suite was measured
-    assert load_pyperf(run / "scaling.json").get_benchmarks()
+    assert (run / f"{first}.json").read_bytes() == before  # only the missing suite was measured
+    assert load_pyperf(run / f"{second}.json").get_benchmarks()
 
 
 @pytest.mark.parametrize(

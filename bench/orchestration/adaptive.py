@@ -25,7 +25,9 @@ without a budget (docs/ARCHITECTURE.md, "Adaptive measurement").
 
 Budget shares: when a suite starts, it gets the budget still unspent times its BUDGET_SHARE
 over the shares of the suites still to run (its own included), so a suite that finishes early
-leaves its time to the next ones and one that overruns takes it from them.
+leaves its time to the next ones and one that overruns takes it from them. The suites on a
+fixed plan run first (bench.suites.run_order): their cost is spent before the adaptive suites
+divide what is left, so a slow hour cannot push the run past its budget through them.
 """
 
 from __future__ import annotations

@@ -328,7 +328,9 @@ def execute(
 ) -> Manifest:
     """Run every suite not yet done (with the policy's further rounds); the manifest on disk is
     current after each suite."""
-    todo = [s for s in config.suites if not manifest.suites.get(s, SuiteRecord()).finished]
+    todo = suites.run_order(
+        s for s in config.suites if not manifest.suites.get(s, SuiteRecord()).finished
+    )
     progress = Progress(suites=todo)
     manifest.status = "running"
     write_manifest(run_dir, manifest)

@@ -100,7 +100,7 @@ def policy_for(run_dir: Path, manifest: Manifest, config: RunConfig) -> Any:
     family's rounds, precision and why it stopped)."""
     from bench.orchestration.adaptive import AdaptivePolicy
 
-    todo = [s for s in config.suites if not manifest.suites[s].finished]
+    todo = suites.run_order(s for s in config.suites if not manifest.suites[s].finished)
     spent = sum(r.wall_s or 0.0 for r in manifest.suites.values() if r.finished)
     pattern = manifest.pattern_of(config.baseline)
     policy = AdaptivePolicy(config, todo, spent_s=spent).with_baseline_pattern(pattern)

@@ -1,7 +1,8 @@
 """The suites: every package here is one (bench/suites/spec.py says what it declares); the
 gate's worker suite (bench/suites/gate/) is one too, which `--suite` does not offer.
 
-    specs()              every suite, in run/report order
+    specs()              every suite, in report order
+    run_order(names)     the order a run measures them in: fixed plans first
     public_names()       what `python -m bench run --suite` accepts
     get(name)            one suite's spec (UsageError naming the known ones otherwise)
     option_types()       each suite's options class, by suite
@@ -18,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +38,18 @@ def specs() -> tuple[SuiteSpec, ...]:
             raise TypeError(f"two suites named {spec.name!r}")
         found[spec.name] = spec
     return tuple(sorted(found.values(), key=lambda s: (s.order, s.name)))
+
+
+def run_order(names: Iterable[str]) -> list[str]:
+    """The order a run measures `names` in: the suites on a fixed plan first (no further
+    rounds: their cost is what this machine makes it), then the adaptive ones, which share
+    what is left of the budget (bench.orchestration.adaptive), each group in report order.
+    With the fixed plans last, a budget reserved their time from a share, and on a slower hour
+    they overran it: the gc suite took 60.3 s against its 54.2 and the scaling suite 15.6 s
+    against 2.1, and that run lasted 353 s against the 6 minutes promised (2026-12-06)."""
+    wanted = list(names)
+    ranked = {s.name: (s.adaptive is not None, i) for i, s in enumerate(specs())}
+    return sorted(wanted, key=lambda n: ranked.get(n, (True, len(ranked))))
 
 
 def public_names() -> tuple[str, ...]:

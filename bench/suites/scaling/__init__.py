@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 NAME = "scaling"
 ORDER = 40
 KIND = "scaling"
-BUDGET_SHARE = 0.12  # its plan's share of the budget (fixed: not adaptive; 8 s here, 2026-12-04)
+BUDGET_SHARE = 0.12  # its plan's share, printed only: a fixed plan runs first (8-16 s here)
 
 
 @dataclass(frozen=True, kw_only=True)
