@@ -321,6 +321,7 @@ def test_run_target_measures_a_move(repo: tuple[Path, dict[str, str]], tmp_path:
     r = run_cli(
         "run", "--quick", "--suite", "step", "--scenario", "decode-dspark", "--target",
         f"{path}@{commits['inline']},{path}@{commits['weak']}", "--output-dir", str(tmp_path),
+        "--budget", "off",  # the quick plan's five processes: the verdict's form, not a study
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     (run_dir,) = tmp_path.iterdir()
