@@ -68,12 +68,17 @@ actionlint:
 # tests and the suites start compiles them again: ~0.2 s per `python -m bench` (2026-12-06).
 BYTECODE = "$(PY)" -m compileall -q -x '/fixtures/' bench strategies tests conftest.py > /dev/null
 
+# mypy runs beside the fast tests (one process: ~17 s of a core that would idle, 2026-12-06); its
+# output is printed after theirs, and either failing fails the target.
 test: $(STAMP)
 	@$(BYTECODE)
 	"$(PY)" -m ruff check .
 	"$(PY)" -m ruff format --check .
-	"$(PY)" -m mypy
-	"$(PY)" -m pytest -q -m "not slow and not real" -n $(TEST_WORKERS)
+	@mkdir -p .cache
+	@echo '"$(PY)" -m mypy  (beside the fast tests; printed after them)'
+	@"$(PY)" -m mypy > .cache/mypy.out 2>&1 & typing=$$!; \
+	    "$(PY)" -m pytest -q -m "not slow and not real" -n $(TEST_WORKERS); fast=$$?; \
+	    wait $$typing; typed=$$?; cat .cache/mypy.out; test $$fast -eq 0 && test $$typed -eq 0
 	"$(PY)" -m pytest -q -m "slow and not serial and not real" -n $(TEST_WORKERS) --dist loadgroup --durations=10
 	"$(PY)" -m pytest -q -m "serial and not real" --durations=10
 
