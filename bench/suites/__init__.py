@@ -21,15 +21,19 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.base.errors import UsageError
-from bench.config.runconfig import RunConfig, SuiteOptions
-from bench.suites.spec import SuiteSpec
+
+if TYPE_CHECKING:
+    from bench.config.runconfig import RunConfig, SuiteOptions
+    from bench.suites.spec import SuiteSpec
 
 
 @functools.cache
 def specs() -> tuple[SuiteSpec, ...]:
+    from bench.suites.spec import SuiteSpec  # lazy: tests/test_layers.py LIGHT_IMPORTERS
+
     found: dict[str, SuiteSpec] = {}
     packages = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if m.ispkg]
     for module_name in packages:
@@ -69,6 +73,8 @@ def option_types() -> dict[str, type[SuiteOptions]]:
 
 def default_config(**changes: Any) -> RunConfig:
     """Every public suite, each with its default options; `changes` to the shared fields."""
+    from bench.config.runconfig import RunConfig  # lazy: tests/test_layers.py LIGHT_IMPORTERS
+
     config = RunConfig(suites=public_names(), options={n: t() for n, t in option_types().items()})
     return replace(config, **changes) if changes else config
 
@@ -76,11 +82,12 @@ def default_config(**changes: Any) -> RunConfig:
 def config_from_json(text: str, *, strict: bool = True) -> RunConfig:
     """A configuration from its flat JSON (strict=False: a run folder of another version, whose
     unknown keys are ignored)."""
+    from bench.config.runconfig import RunConfig  # lazy: tests/test_layers.py LIGHT_IMPORTERS
+
     return RunConfig.from_json(text, option_types(), strict=strict)
 
 
 __all__ = [
-    "SuiteSpec",
     "config_from_json",
     "default_config",
     "get",
