@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -555,3 +556,8 @@ def test_no_function_runs_past_80_lines() -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, "\n".join(long)
+
+
+def test_tests_run_under_the_environments_bytecode_setting() -> None:
+    # conftest.py lets pytest write bytecode while it collects, then puts the setting back
+    assert sys.dont_write_bytecode == bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
