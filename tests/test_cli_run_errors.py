@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.helpers import FIXTURES, run_cli
+from tests.helpers import FIXTURES, ROOT, run_cli
 
 CASES = [
     (["--suite", "nope"], "unknown suite 'nope'"),
@@ -84,3 +86,23 @@ def test_an_unexpected_error_exits_2_in_one_line_not_1(
     assert "No space left on device" in err
     assert "Traceback" not in err
     assert "Traceback" in (tmp_path / "cache" / "last-error.txt").read_text()
+
+
+# Refused before torch is imported (a second of start-up here): a typo costs a blink.
+BEFORE_TORCH = [["--strategy", "nope"], ["--device", "tpu"], ["--resume", "no/such/run"]]
+
+
+@pytest.mark.parametrize("args", BEFORE_TORCH, ids=[" ".join(a) for a in BEFORE_TORCH])
+def test_a_typo_is_refused_before_torch_is_imported(tmp_path: Path, args: list[str]) -> None:
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['bench', 'run', '--output-dir', {str(tmp_path)!r}, *{args!r}]\n"
+        "try:\n"
+        "    runpy.run_module('bench', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, 'torch' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.split() == ["2", "False"], proc.stdout + proc.stderr

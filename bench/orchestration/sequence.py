@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import suites
 from bench.base.errors import EXIT_FAILED, DataError, UsageError
-from bench.base.storage import check_free_space, new_run_dir
+from bench.base.storage import check_free_space, new_run_dir, read_json
 from bench.base.timing import resolve_device
 from bench.config.runconfig import RunConfig
 from bench.orchestration.selfcheck import applies, selfcheck
@@ -41,9 +41,8 @@ def new_run_folder(output_dir: Path) -> Path:
 
 
 def check_strategies_and_device(config: RunConfig) -> None:
-    """Refuse unknown strategies, a missing baseline or an unusable device before any work."""
-    from bench.core.rowpool import check_fits, default_shape  # torch: only when measuring
-
+    """Refuse unknown strategies, a missing baseline or an unusable device before any work
+    (torch is imported once the strategies pass: a misspelt one is refused without it)."""
     chosen = resolve(config.strategies, external=config.external)
     names = {s.name for s in chosen}
     if config.baseline not in names:
@@ -53,6 +52,8 @@ def check_strategies_and_device(config: RunConfig) -> None:
         )
     try:
         device = resolve_device(config.device)
+        from bench.core.rowpool import check_fits, default_shape  # torch: only when measuring
+
         for scenario, _extra in config.all_cases():
             shape = default_shape(
                 device,
@@ -82,10 +83,9 @@ def start(
 
 def resume(run_dir: Path) -> tuple[Manifest, RunConfig]:
     """The manifest and configuration of a run folder to finish (its strategies and device
-    checked again: the machine may differ)."""
-    from bench.orchestration import runner
-
-    manifest = runner.read_manifest(run_dir)
+    checked again: the machine may differ). Read without the runner, which imports torch: a
+    wrong folder is refused at once."""
+    manifest = Manifest.from_json(read_json(run_dir / MANIFEST), run_dir / MANIFEST)
     try:
         config = suites.config_from_json(json.dumps(manifest.config))
     except (TypeError, ValueError) as exc:
