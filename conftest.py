@@ -76,3 +76,12 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert len(proc.stdout.splitlines()) <= 50, proc.stdout  # the terminal fits a screen
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_report(tiny_run: Path) -> list[Path]:
+    """The tiny run's report.html and summary.md, written into it once (its plots and statistics
+    are ~7 s here; the report and browser tests read the same pages)."""
+    from bench.report import write_report
+
+    return write_report(tiny_run)

@@ -159,10 +159,20 @@ def run_dir(tiny_run: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def report(run_dir: Path) -> tuple[str, str]:
-    paths = write_report(run_dir)
+def report(run_dir: Path, tiny_report: list[Path]) -> tuple[str, str]:
+    paths = tiny_report
     assert paths == [run_dir / "report.html", run_dir / "summary.md"]
     return paths[0].read_text(encoding="utf-8"), paths[1].read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def long_md(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """summary.md in its long form, from `bench report --long` on a copy of the run (written
+    once: two tests read it, and a report is ~10 s of plots and statistics here)."""
+    run = copy_run(run_dir, tmp_path_factory.mktemp("long"))
+    proc = run_cli("report", str(run), "--long")
+    assert proc.returncode == 0, proc.stderr
+    return (run / "summary.md").read_text()
 
 
 def copy_run(run_dir: Path, tmp_path: Path, name: str = "run") -> Path:
@@ -320,12 +330,9 @@ def test_summary_md_is_valid_github_markdown(run_dir: Path, report: tuple[str, s
 
 
 @slow
-def test_summary_md_long_form(run_dir: Path, tmp_path: Path) -> None:
+def test_summary_md_long_form(long_md: str) -> None:
     """`bench report --long`: every headline metric of every strategy."""
-    run = copy_run(run_dir, tmp_path)
-    proc = run_cli("report", str(run), "--long")
-    assert proc.returncode == 0, proc.stderr
-    md = (run / "summary.md").read_text()
+    md = long_md
     tables = assert_valid_md_tables(md)
     headline = tables[0]
     assert headline[0][0] == "strategy"
@@ -348,13 +355,9 @@ def test_summary_md_long_form(run_dir: Path, tmp_path: Path) -> None:
 
 
 @slow
-def test_hostile_description_is_inert_in_markdown(
-    run_dir: Path, report: tuple[str, str], tmp_path: Path
-) -> None:
+def test_hostile_description_is_inert_in_markdown(report: tuple[str, str], long_md: str) -> None:
     assert "<script" not in report[1].lower()
-    run = copy_run(run_dir, tmp_path)  # the long form lists every strategy's description
-    assert run_cli("report", str(run), "--long").returncode == 0
-    md = (run / "summary.md").read_text()
+    md = long_md  # the long form lists every strategy's description
     assert "<script" not in md.lower()
     assert "\x1b" not in md
     row = next(line for line in md.splitlines() if "`hostile_x`" in line and "alert" in line)

@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 
-from bench.report import write_report
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WINDOW = (1280, 2000)
@@ -27,8 +25,8 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def report_html(chromium: str, tiny_run: Path) -> Path:
-    return write_report(tiny_run)[0]
+def report_html(chromium: str, tiny_report: list[Path]) -> Path:
+    return tiny_report[0]
 
 
 def _screenshot(
