@@ -281,8 +281,7 @@ def case_metadata(config: RunConfig) -> list[CaseMeta]:
 
 
 def read_manifest(run_dir: Path) -> Manifest:
-    path = run_dir / MANIFEST
-    return Manifest.from_json(read_json(path), path)
+    return Manifest.read(run_dir)
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import suites
 from bench.base.errors import EXIT_FAILED, DataError, UsageError
-from bench.base.storage import check_free_space, new_run_dir, read_json
+from bench.base.storage import check_free_space, new_run_dir
 from bench.base.timing import resolve_device
 from bench.config.runconfig import RunConfig
 from bench.orchestration.selfcheck import applies, selfcheck
@@ -83,9 +83,8 @@ def start(
 
 def resume(run_dir: Path) -> tuple[Manifest, RunConfig]:
     """The manifest and configuration of a run folder to finish (its strategies and device
-    checked again: the machine may differ). Read without the runner, which imports torch: a
-    wrong folder is refused at once."""
-    manifest = Manifest.from_json(read_json(run_dir / MANIFEST), run_dir / MANIFEST)
+    checked again: the machine may differ)."""
+    manifest = Manifest.read(run_dir)
     try:
         config = suites.config_from_json(json.dumps(manifest.config))
     except (TypeError, ValueError) as exc:

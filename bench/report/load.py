@@ -254,10 +254,9 @@ def _inside(run_dir: Path, rel: str, path: Path, where: str) -> Path:
 
 
 def load_manifest(run_dir: Path) -> Manifest:
-    path = run_dir / MANIFEST
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: no such run folder")
-    return Manifest.from_json(read_json(path), path)
+    return Manifest.read(run_dir)
 
 
 def run_config(manifest: Manifest, path: Path) -> RunConfig:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from bench.base.errors import DataError
 from bench.base.names import twin_of
+from bench.base.storage import read_json
 from bench.core.counting import OpCounts
 from strategies._contract import AS_WRITTEN, PR_PATTERN
 
@@ -394,6 +395,13 @@ class Manifest:
         if self.interrupted_by is None:
             out.pop("interrupted_by")
         return out
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Manifest:
+        """A run folder's manifest.json, checked (its reading imports no torch: a command
+        refuses a folder that is not a run at once)."""
+        path = run_dir / MANIFEST
+        return cls.from_json(read_json(path), path)
 
     @classmethod
     def from_json(cls, raw: object, path: Path) -> Manifest:
