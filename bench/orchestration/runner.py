@@ -163,7 +163,7 @@ def run_suite(
                 _run_job(suite, job, j, Path(tmp), state, worker_errors, progress, label)
             jobs, label = policy.further(state) if policy is not None else ([], "")
     families = policy.families(state) if policy is not None else {}
-    environment = read_manifest(run_dir).environment.to_json()
+    environment = Manifest.read(run_dir).environment.to_json()
     files: dict[str, str] = {}
     if state.merged:
         dump_pyperf(to_pyperf_suite(state.merged, environment), run_dir / pyperf_file(suite))
@@ -278,10 +278,6 @@ def case_metadata(config: RunConfig) -> list[CaseMeta]:
             ),
         )
     return list(out.values())
-
-
-def read_manifest(run_dir: Path) -> Manifest:
-    return Manifest.read(run_dir)
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:
