@@ -9,7 +9,10 @@ instantiating, iterating or testing one raises StubReached naming it.
 A stubbed package is visible to every importer, as an installed one would be: transformers
 registers image processors against torchvision at import (AutoImageProcessor.register requires
 the torchvision backend in transformers 5.12), so a stub reports the version that pairs with
-the installed torch (`versions`), and transformers' own checks pass. Only the names are there.
+the installed torch (`versions`), and transformers' own checks pass. Only the names are there,
+except the ops the driver implements in torch (`implemented`: bench.real.driver.kernels, the CPU
+ops of sgl_kernel that SGLang's speculative path calls): a stubbed module serves those by name,
+and every other name stays a stub that raises when used.
 """
 
 from __future__ import annotations
@@ -71,8 +74,9 @@ class Stub:
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, version: str | None) -> None:
+    def __init__(self, version: str | None, implemented: dict[str, Any]) -> None:
         self.version = version
+        self.implemented = implemented
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return None
@@ -82,10 +86,13 @@ class _Loader(importlib.abc.Loader):
         if self.version is not None and "." not in name:
             module.__version__ = self.version  # type: ignore[attr-defined]
 
-        def __getattr__(attr: str) -> Stub:
+        implemented = self.implemented
+
+        def __getattr__(attr: str) -> Any:
             if attr.startswith("__") and attr.endswith("__"):
                 raise AttributeError(attr)
-            return Stub(f"{name}.{attr}")
+            op = implemented.get(attr)
+            return op if op is not None else Stub(f"{name}.{attr}")
 
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
         module.__path__ = []
@@ -93,11 +100,20 @@ class _Loader(importlib.abc.Loader):
 
 
 class StubFinder(importlib.abc.MetaPathFinder):
-    """Serves `roots` (top-level package names) and their submodules."""
+    """Serves `roots` (top-level package names) and their submodules; a name in
+    `implemented` (root -> {name: function}) is served as that function by the root's modules
+    (an op is found by its name whichever submodule it is imported from, as sgl_kernel's
+    package re-exports its submodules' ops)."""
 
-    def __init__(self, roots: Iterable[str], versions: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        roots: Iterable[str],
+        versions: dict[str, str] | None = None,
+        implemented: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.roots = frozenset(roots)
         self.versions = versions or {}
+        self.implemented = implemented or {}
         self.served: dict[str, str] = {}  # stubbed module -> the module that first imported it
 
     def find_spec(
@@ -107,7 +123,7 @@ class StubFinder(importlib.abc.MetaPathFinder):
         if root not in self.roots:
             return None
         self.served.setdefault(fullname, _importer())
-        loader = _Loader(self.versions.get(root))
+        loader = _Loader(self.versions.get(root), self.implemented.get(root, {}))
         return importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
 
 
@@ -129,8 +145,46 @@ def paired_versions(torch_version: str) -> dict[str, str]:
     return {"torchvision": f"0.{minor + 15}.0"} if major == 2 else {}
 
 
-def install(roots: Iterable[str], versions: dict[str, str] | None = None) -> StubFinder:
-    """Put the finder first on sys.meta_path; returns it (its `served` says what was used)."""
-    finder = StubFinder(roots, versions)
+# Ops a revision takes from torch.ops.sgl_kernel when it builds its CPU attention backend
+# (IntelAMXAttnBackend.__init__: python/sglang/srt/layers/attention/intel_amx_backend.py:55-56 at
+# sgl-project/sglang d55f1c28e2) and calls only in the model's forward, which the stand-in
+# replaces: stubs that raise if ever called.
+STORED_OPS = {"sgl_kernel": ("decode_attention_cpu", "extend_attention_cpu")}
+
+
+class OpsNamespace:
+    """torch.ops.<package> of a stubbed package, as the package would have registered it at
+    import: an implemented op by name, a STORED_OPS one as a stub; any other is absent
+    (AttributeError), as an op nothing registered is (revisions ask with hasattr before they
+    register fakes or choose a backend)."""
+
+    def __init__(self, package: str, implemented: dict[str, Any]) -> None:
+        self._package = package
+        self._implemented = implemented
+
+    def __getattr__(self, name: str) -> Any:
+        op = self._implemented.get(name)
+        if op is not None:
+            return op
+        if name in STORED_OPS.get(self._package, ()):
+            return Stub(f"torch.ops.{self._package}.{name}")
+        raise AttributeError(f"torch.ops.{self._package} has no op {name!r} (stubbed package)")
+
+
+def install(
+    roots: Iterable[str],
+    versions: dict[str, str] | None = None,
+    implemented: dict[str, dict[str, Any]] | None = None,
+    torch_ops: dict[str, dict[str, Any]] | None = None,
+) -> StubFinder:
+    """Put the finder first on sys.meta_path; returns it (its `served` says what was used).
+    `torch_ops` (package -> {op: function}) also stands in for the stubbed packages' torch.ops
+    namespaces, for revisions that call an op there."""
+    if torch_ops:
+        import torch
+
+        for package, ops in torch_ops.items():
+            setattr(torch.ops, package, OpsNamespace(package, ops))
+    finder = StubFinder(roots, versions, implemented)
     sys.meta_path.insert(0, finder)
     return finder
