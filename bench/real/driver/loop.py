@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.base.timing import now_ns
-from bench.real.driver import marks, standin, steady
+from bench.real.driver import marks, spec, standin, steady
 from bench.real.driver.calls import CallCounter
 from bench.real.driver.client import Client
 from bench.real.driver.ipc import Channel
@@ -108,6 +108,11 @@ class Record:
     evictable: int = -1  # tokens the radix cache could evict at its end
     evicted: int = 0  # tokens evicted in it
     retracted: int = 0  # requests retracted in it
+    # speculative decoding: requests the revision verified in it (their spec_verify_ct rose),
+    # the tokens those requests gained, and the drafts the stand-in's draws accepted
+    verified: int = 0
+    verified_tokens: int = 0
+    drawn: int = 0
 
 
 @dataclass
@@ -155,6 +160,9 @@ class Steering:
     )
     _gone: list[str] = field(default_factory=list)  # rids of requests collected
     _seen_done: set[str] = field(default_factory=set)  # rids counted finished
+    # speculative decoding: per rid, (spec_verify_ct, output tokens) at the last boundary
+    _spec_seen: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _verified: tuple[int, int, int] = (0, 0, 0)  # this iteration's (requests, tokens, drawn)
 
     @property
     def sent(self) -> int:
@@ -274,6 +282,48 @@ class Steering:
         if slots:
             table[torch.tensor(slots, dtype=torch.int64)] = torch.tensor(ends, dtype=torch.int64)
 
+    def _spec_keys(self) -> None:
+        """Tell the stand-in's verify which request holds each request-pool slot (the key of its
+        accept draws: bench.real.driver.spec), untimed, at the boundary."""
+        import torch
+
+        table = spec.STATE.keys
+        if table is None:
+            pool = getattr(self.scheduler, "req_to_token_pool", None)
+            size = int(getattr(pool, "size", 0) or 0) + 8
+            table = spec.STATE.keys = torch.zeros((size,), dtype=torch.int64)
+        slots, keys = [], []
+        for req in self._live:
+            slot = _slot(req)
+            if slot is not None and 0 <= slot < table.shape[0]:
+                slots.append(slot)
+                keys.append(spec.key_of(str(getattr(req, "rid", ""))))
+        if slots:
+            table[torch.tensor(slots, dtype=torch.int64)] = torch.tensor(keys, dtype=torch.int64)
+
+    def _spec_progress(self) -> tuple[int, int, int]:
+        """(requests verified, tokens they gained, drafts the stand-in's draws accepted) since
+        the last boundary: each live request's spec_verify_ct and output length against the
+        last boundary's (SGLang's own accept length is completion tokens / spec_verify_ct,
+        python/sglang/srt/managers/tokenizer_manager.py:2794 at sgl-project/sglang
+        d55f1c28e2); a request's first token, from its prefill, is no verify's."""
+        seen, now = self._spec_seen, {}
+        verified = tokens = 0
+        for req in self._live:
+            rid = str(getattr(req, "rid", ""))
+            ct = int(getattr(req, "spec_verify_ct", 0) or 0)
+            out = len(getattr(req, "output_ids", ()) or ())
+            before = seen.get(rid)
+            if before is not None and ct > before[0]:
+                verified += ct - before[0]
+                tokens += out - before[1]
+            now[rid] = (ct, out)
+        self._spec_seen = now
+        drawn = spec.STATE.drawn
+        spec.STATE.drawn = 0
+        spec.STATE.verified = 0
+        return verified, tokens, drawn
+
     def _collect_finished(self) -> list[tuple[str, Any]]:
         """(rid, request) of each request finished since the last boundary; the request is
         None where it was collected before a boundary saw it finished."""
@@ -305,6 +355,8 @@ class Steering:
             self.tracer.stop()
         if self.scheduler is not None and not self.iteration:
             self._track_evictions()
+        if spec.STATE.model is not None:
+            self._verified = self._spec_progress()
         done = self._collect_finished()
         if self.iteration:
             closed = len(self.records)
@@ -313,6 +365,8 @@ class Steering:
                 marks.after(self.records[-1].mode, self.plan.profile_gap_s)
         if self.client.eos_after:
             self._eos_table()
+        if spec.STATE.model is not None:
+            self._spec_keys()
         self.iteration += 1
         self._advance()
         if self.state == "warmup" and self.iteration == self.plan.warmup_iterations:
@@ -444,6 +498,9 @@ class Steering:
                 evictable=evictable,
                 evicted=self._evicted,
                 retracted=self._retracted,
+                verified=self._verified[0],
+                verified_tokens=self._verified[1],
+                drawn=self._verified[2],
             )
         )
 

@@ -25,7 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.base.timing import now_ns
-from bench.real.driver import calls, inject, ipc, server, standin, stubs, transfer
+from bench.real.driver import (
+    calls,
+    inject,
+    ipc,
+    kernels,
+    logits,
+    server,
+    spec,
+    standin,
+    stubs,
+    transfer,
+)
 from bench.real.driver import tokenizer as stand_in_tokenizer
 from bench.real.driver.calls import CallCounter
 from bench.real.driver.client import Client
@@ -107,14 +118,33 @@ def classify(exc: BaseException) -> dict[str, Any]:
     return {"kind": kind, "message": f"{type(exc).__name__} at {_where(exc)}: {text}"}
 
 
-def _import_revision(job: dict[str, Any], out: dict[str, Any]) -> stubs.StubFinder:
+def _device_ops(
+    job: dict[str, Any], phases: Phases
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Under speculative decoding, the sgl_kernel CPU ops the revision's spec path calls, served
+    by their torch versions (bench.real.driver.kernels), each call timed as the stand-in's: on
+    a GPU server they are device kernels, as the model's forward is. (sgl_kernel's names,
+    torch.ops.sgl_kernel's.)"""
+    if not job.get("spec"):
+        return {}, {}
+
+    def timed(ops: dict[str, Any]) -> dict[str, Any]:
+        return {name: phases.timed("stand_in", op) for name, op in ops.items()}
+
+    return {"sgl_kernel": timed(kernels.OPS)}, {"sgl_kernel": timed(kernels.TORCH_OPS)}
+
+
+def _import_revision(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> stubs.StubFinder:
     """The revision imported under its stubs; what it is and how long its import took."""
 
     import torch
 
     os.environ.update(job.get("env", {}))
     warnings.filterwarnings("ignore")  # the revision's import-time warnings are not ours
-    finder = stubs.install(job.get("stubs", ()), stubs.paired_versions(torch.__version__))
+    implemented, torch_ops = _device_ops(job, phases)
+    finder = stubs.install(
+        job.get("stubs", ()), stubs.paired_versions(torch.__version__), implemented, torch_ops
+    )
     t0 = time.time()
     for name in MODULES:
         importlib.import_module(name)
@@ -146,6 +176,27 @@ def _tokenizer(job: dict[str, Any], workload: Workload) -> tuple[Path | None, An
     return folder, AutoTokenizer.from_pretrained(str(folder))
 
 
+def _speculative(job: dict[str, Any], workload: Workload) -> list[str]:
+    """The stand-in's accept draws under speculative decoding (bench.real.driver.spec)."""
+    conf = job.get("spec")
+    if not conf:
+        return []
+    model = spec.AcceptModel(float(conf["accept_len"]), int(conf["drafts"]), str(conf["dist"]))
+    spec.STATE.model = model
+    spec.STATE.seed = int(workload.seed)
+    spec.STATE.vocab = int(workload.vocab_size)
+    return [
+        "speculative decoding: the target's verify predicts, per request and step, the drafts "
+        f"drawn for it ({model.dist} accept length, mean {model.mean:g}, sd "
+        f"{model.spread():.2f}, at most {model.drafts} drafts) and then a bonus token, so the "
+        "revision's own verify accepts them; the model's text follows a fixed successor of each "
+        "token (the draft proposes it, the bonus token is it), so n-gram drafts find matches; "
+        "logits carry their argmax (no reduction over the vocabulary is run); the "
+        "sgl_kernel CPU ops of the spec path run as torch versions timed as the stand-in's "
+        "(bench/real/driver/kernels.py)"
+    ]
+
+
 def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steering:
     """The stand-in, the sockets, the request stream, an injected state home: in place before
     the Scheduler is built."""
@@ -153,6 +204,7 @@ def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steer
 
     phases.install()
     workload = Workload.from_json(job["workload"])
+    out["replaced"] += _speculative(job, workload)
     out["replaced"] += standin.install(
         phases,
         workload.vocab_size,
@@ -207,7 +259,10 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
     built: dict[str, float] = {"t": 0.0}
     original_loop = scheduler.Scheduler.run_event_loop
 
+    amx = server.AmxClaim()
+
     def run_event_loop(self: Any) -> Any:
+        amx.release()
         out["build_s"] = round(time.time() - built["t"], 2)
         steering.scheduler = self
         out["tracked_after_build"] = len(gc.get_objects())
@@ -224,9 +279,14 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
             Path(model_dir), int(job["context_len"]), Path(tok) if tok else None
         )
         values = {**server.BASE_ARGS, **job.get("server", {}), "model_path": str(model)}
+        if (job.get("spec") or {}).get("draft_model"):
+            draft = server.write_draft(Path(model_dir) / "draft", int(job["context_len"]))
+            values["speculative_draft_model_path"] = str(draft)
         # without the stand-in tokenizer (an environment without `tokenizers`: the tests' tiny
         # tree) the driver sends token ids, as --skip-tokenizer-init allows
         values["skip_tokenizer_init"] = tok is None
+        if job.get("claim_amx"):
+            amx.claim()
         args, passed, missing = server.server_args(values)
         out["server_args"] = {k: v for k, v in passed.items() if k != "model_path"}
         out["server_args_missing"] = missing
@@ -243,14 +303,18 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"ok": False, "replaced": []}
-    finder = _import_revision(job, out)
     phases = Phases()
+    finder = _import_revision(job, out, phases)
     steering = _steering(job, out, phases)
     pipe = _drive(job, out, steering)
     out["init_info"] = {k: v for k, v in pipe.info.items() if isinstance(v, (int, float, str))}
     out["stubbed"] = dict(finder.served)
     out["phases_wrapped"] = phases.wrapped
-    out["notes"] = steering.notes
+    out["notes"] = steering.notes + [
+        f"the stand-in's logits were made dense by {op} ({n} times): that reduction ran over "
+        "the whole vocabulary, timed as the revision's"
+        for op, n in sorted(logits.DENSIFIED.items())
+    ]
     out["records"] = [dataclasses.asdict(r) for r in steering.records]
     out["warmup_ns"] = steering.warmup_ns
     out["rewarm_ns"] = steering.rewarm_ns

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,24 @@ def write_model(folder: Path, context_len: int, tokenizer_dir: Path | None = Non
     return folder
 
 
+# The stand-in's draft model under EAGLE: the target's config with one layer, as an EAGLE head
+# is (its class LlamaForCausalLMEagle: python/sglang/srt/models/llama_eagle.py at sgl-project/
+# sglang d55f1c28e2); nothing is computed with it, its ModelRunner's forward being the stand-in's.
+DRAFT_CONFIG: dict[str, Any] = {
+    **MODEL_CONFIG,
+    "architectures": ["LlamaForCausalLMEagle"],
+    "num_hidden_layers": 1,
+}
+
+
+def write_draft(folder: Path, context_len: int) -> Path:
+    """config.json of the stand-in's draft model (no weights: load_format is dummy)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {**DRAFT_CONFIG, "max_position_embeddings": context_len}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
 # What every real-mode scheduler is built with, whatever the preset (the preset adds its sizes).
 BASE_ARGS: dict[str, Any] = {
     "device": "cpu",
@@ -71,6 +90,65 @@ def server_args(values: dict[str, Any]) -> tuple[Any, dict[str, Any], list[str]]
     passed = {k: v for k, v in values.items() if k in known}
     missing = sorted(k for k in values if k not in known)
     return ServerArgs(**passed), passed, missing
+
+
+class AmxClaim:
+    """From `claim()` to `release()`: the revision says its CPU has AMX, so that
+    attention_backend=intel_amx, which its checks turn into torch_native on a CPU without AMX
+    (python/sglang/srt/arg_groups/overrides.py:2319-2328 at sgl-project/sglang d55f1c28e2,
+    :1300-1310 in sglang 0.5.23, where the server's configuration is resolved as the scheduler
+    is built), stays: the revision's EAGLE draft runs on the CPU under that backend only. The
+    driver claims it from the arguments' construction to the start of the event loop, so that
+    no measured iteration sees it; the model's layers decide at import (before the claim) and
+    pack no weights for AMX. The claim goes through the revision's own scoped override of its
+    machine facts where it has one (override_platform in python/sglang/srt/runtime_context.py,
+    sglang 0.5.23), else through cpu_has_amx_support in the revision's argument resolvers that
+    hold the name."""
+
+    NAME = "cpu_has_amx_support"
+
+    def __init__(self) -> None:
+        self._scope: Any = None
+        self._original: Any = None
+        self.active = False
+
+    @staticmethod
+    def _claim() -> bool:
+        return True
+
+    # where revisions resolve their arguments (the fallback sits in server_args.py at
+    # d7c93e183b, in arg_groups/overrides.py at d55f1c28e2): a model's modules, imported while
+    # the scheduler is built, keep the machine's answer
+    RESOLVERS = ("sglang.srt.server_args", "sglang.srt.arg_groups")
+
+    def _holders(self) -> list[Any]:
+        mods = [m for k, m in list(sys.modules.items()) if k.startswith(self.RESOLVERS) and m]
+        return [m for m in mods if callable(vars(m).get(self.NAME))]
+
+    def claim(self) -> None:
+        context = sys.modules.get("sglang.srt.runtime_context")
+        scoped = getattr(context, "override_platform", None)
+        if scoped is not None:
+            self._scope = scoped(has_amx=True)
+            self._scope.__enter__()
+        else:
+            holders = self._holders()
+            if holders:
+                self._original = vars(holders[0])[self.NAME]
+                for module in holders:
+                    setattr(module, self.NAME, self._claim)
+        self.active = True
+
+    def release(self) -> None:
+        if not self.active:
+            return
+        self.active = False
+        if self._scope is not None:
+            self._scope.__exit__(None, None, None)
+        elif self._original is not None:
+            for module in self._holders():
+                if vars(module)[self.NAME] is self._claim:
+                    setattr(module, self.NAME, self._original)
 
 
 def port_args(args: Any) -> Any:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.real.driver import spec
 from bench.real.driver.phases import Phases
 
 # Multiplicative hashing of the length: a token per (sequence, position) that varies.
@@ -43,6 +44,31 @@ def _needs_logits_processor(forward_batch: Any) -> bool:
     return bool(getattr(forward_batch, "return_logprob", False)) and bool(
         forward_batch.forward_mode.is_extend()
     )
+
+
+# The verify's predictions, handed from the stand-in forward to its _get_logits (the revision's
+# LogitsProcessor calls it between the two with the rows it keeps: every row in a verify).
+SPEC_PENDING: list[Any] = []
+DRAFT_INPUT: list[Any] = []  # the forward's input ids (a draft proposes from each row's token)
+
+
+def _spec_forward(runner: Any, forward_batch: Any) -> bool:
+    """Whether a forward under speculative decoding returns logits the revision reduces: the
+    target's verify, any forward of the draft model, and a forward that captures hidden states
+    for the draft."""
+    if getattr(runner, "is_draft_worker", False):
+        return True
+    if forward_batch.forward_mode.is_target_verify():
+        return True
+    mode = getattr(forward_batch, "capture_hidden_mode", None)
+    return bool(mode is not None and getattr(mode, "need_capture", lambda: False)())
+
+
+def _width(runner: Any) -> int:
+    """The hidden states a runner hands on under speculative decoding: its model's own width
+    (the target's feed the draft, which reads them at that width)."""
+    config = getattr(getattr(runner, "model_config", None), "hf_config", None)
+    return int(getattr(config, "hidden_size", 64) or 64)
 
 
 def _allowed_tokens(torch: Any, mask_row: Any, vocab: int) -> Any:
@@ -76,7 +102,12 @@ def install(phases: Phases, vocab_size: int, hidden_width: int = 64) -> list[str
     zeros_row = torch.zeros((1, vocab_size), dtype=torch.float32)
 
     def get_logits(self: Any, hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
-        return zeros_row.expand(hidden_states.shape[0], vocab_size)
+        rows = hidden_states.shape[0]
+        if spec.STATE.model is None:
+            return zeros_row.expand(rows, vocab_size)
+        if SPEC_PENDING:
+            return spec.logits(SPEC_PENDING.pop())
+        return spec.logits(spec.proposals(rows, DRAFT_INPUT[0] if DRAFT_INPUT else None))
 
     processor = getattr(lp, "LogitsProcessor", None)
     if processor is not None:
@@ -86,11 +117,20 @@ def install(phases: Phases, vocab_size: int, hidden_width: int = 64) -> list[str
         phases.enter("stand_in")
         try:
             self.forward_pass_id = getattr(self, "forward_pass_id", 0) + 1
-            if _needs_logits_processor(forward_batch):
+            speculative = spec.STATE.model is not None and _spec_forward(self, forward_batch)
+            if speculative or _needs_logits_processor(forward_batch):
                 ids = forward_batch.input_ids
-                hidden = torch.zeros((ids.shape[0], hidden_width), dtype=torch.bfloat16)
+                width = _width(self) if speculative else hidden_width
+                hidden = torch.zeros((ids.shape[0], width), dtype=torch.bfloat16)
+                if speculative and forward_batch.forward_mode.is_target_verify():
+                    SPEC_PENDING.append(spec.verify_predictions(forward_batch))
+                DRAFT_INPUT.append(ids)
                 model = self.model
-                out = model.logits_processor(ids, hidden, model.lm_head, forward_batch)
+                try:
+                    out = model.logits_processor(ids, hidden, model.lm_head, forward_batch)
+                finally:
+                    SPEC_PENDING.clear()
+                    DRAFT_INPUT.clear()
             else:
                 out = lp.LogitsProcessorOutput(next_token_logits=None)
             return output_class(logits_output=out, can_run_graph=False)
@@ -106,6 +146,8 @@ def install(phases: Phases, vocab_size: int, hidden_width: int = 64) -> list[str
         try:
             lens = forward_batch.seq_lens.to(torch.int64)
             ids = torch.remainder(lens * _MIX + 12345, span) + 3
+            if spec.STATE.model is not None and forward_batch.forward_mode.is_extend():
+                ids = spec.first_tokens(forward_batch, ids)
             if STATE.eos_at is not None:
                 slots = forward_batch.req_pool_indices.to(torch.int64)
                 ids[lens + 1 >= STATE.eos_at[slots]] = EOS
