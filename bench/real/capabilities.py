@@ -32,21 +32,7 @@ DISAGG = "srt/disaggregation/utils.py"
 GRAMMAR = "srt/constrained"
 FIELDS = "srt/arg_groups/fields"
 
-# NGRAM is a draft-free speculative algorithm, but its verify on the CPU calls sgl_kernel's CPU
-# ops, and the registry's sgl-kernel (0.3.21) is a CUDA build for torch 2.9.1 (its wheel holds
-# sm90/sm100 ops only): measured in sglang 0.5.23, the path stops at each of these in turn.
-NGRAM_CPU_OPS = (
-    "assign_req_to_token_pool_cpu (sglang/srt/mem_cache/allocation.py:746)",
-    "reconstruct_indices_from_tree_mask (sglang/kernels/ops/speculative/reconstruct_tree.py:185)",
-    "verify_tree_greedy's CPU op (sglang/kernels/ops/speculative/spec_tree.py:510)",
-    "copy_all_layer_kv_cache_cpu (sglang/kernels/ops/kvcache/cache_move.py:191)",
-)
-NGRAM_REFUSED = (
-    "NGRAM speculative decoding does not run on the CPU here: its verify calls sgl_kernel's CPU "
-    "ops (" + "; ".join(NGRAM_CPU_OPS) + "), which no registry wheel provides for this torch; "
-    "the stand-in would need torch versions of them and zero-logit verify rows with the "
-    "revision's simulated acceptance (SGLANG_SIMULATE_ACC_LEN)"
-)
+SPEC_INFO = "srt/speculative/spec_info.py"
 
 
 class Files(Protocol):
@@ -193,10 +179,6 @@ def _all(*checks: Check) -> Check:
     return check
 
 
-def _never(why: str) -> Check:
-    return lambda _files: why
-
-
 def _always(_files: Files) -> str | None:
     return None
 
@@ -226,7 +208,9 @@ CHECKS: dict[str, Check] = {
         _defined(BATCH, "retract_decode", "decode retraction"),
     ),
     "eos": _always,
-    "speculative=NGRAM": _never(NGRAM_REFUSED),
+    "speculative=NGRAM": _defined(SPEC_INFO, "NGRAM", "NGRAM speculative algorithm"),
+    "speculative=EAGLE": _defined(SPEC_INFO, "EAGLE", "EAGLE speculative algorithm"),
+    "speculative=EAGLE3": _defined(SPEC_INFO, "EAGLE3", "EAGLE3 speculative algorithm"),
     "disaggregation=decode": _exists(FAKE, "fake transfer backend"),
     "disaggregation=prefill": _all(
         _exists(FAKE, "fake transfer backend"),
@@ -259,8 +243,6 @@ def check(label: str, files: Files | None, presets: Sequence[Any]) -> None:
     lacks (a revision whose files are not readable here is not checked)."""
     for preset in presets:
         needs = preset.needs()
-        if "speculative=NGRAM" in needs:
-            raise UsageError(f"preset {preset.name}: {NGRAM_REFUSED}")
         lacks = missing(needs, files) if files is not None and needs else []
         if lacks:
             need, why = lacks[0]

@@ -19,8 +19,10 @@ from typing import Any
 from bench.core import scenarios as sc
 from bench.core.arrivals import max_length
 from bench.real import sources as src
+from bench.real import speculation
 from bench.real.driver.features import ORDER, Features
 from bench.real.driver.server import MODEL_CONFIG
+from bench.real.speculation import Speculation
 
 LOCKSTEP_ITERATIONS = 1
 LOCKSTEP_VALUES = 400
@@ -62,7 +64,8 @@ class RealPreset:
     features: Features = field(default_factory=Features)
     overlap: bool = False  # the overlap event loop (production's default) instead of the normal
     mixed_chunk: bool = False  # --enable-mixed-chunk: prefill chunks mixed into decode batches
-    speculative: str = ""  # a draft-free speculative algorithm ("NGRAM"), or none
+    # speculative decoding (bench.real.speculation: the algorithm, its draft and accept lengths)
+    spec: Speculation | None = None
     kv_tokens: int = 0  # the KV pool's tokens; 0: sized so that no request is retracted
     # every Nth forward retracts a decoding request through the revision's own retraction test
     # switch (SGLANG_TEST_RETRACT; 0: off): src.RETRACT says why KV pressure alone does not
@@ -144,8 +147,8 @@ class RealPreset:
         }
         if self.mixed_chunk:
             out["enable_mixed_chunk"] = True
-        if self.speculative:
-            out["speculative_algorithm"] = self.speculative
+        if self.spec is not None:
+            out.update(self.spec.server())
         if self.features.hidden > 0:
             out["enable_return_hidden_states"] = True
         if self.disaggregation:
@@ -191,8 +194,8 @@ class RealPreset:
             out.append("retraction")
         if self.features.max_new_tokens:
             out.append("eos")
-        if self.speculative:
-            out.append(f"speculative={self.speculative}")
+        if self.spec is not None:
+            out.append(f"speculative={self.spec.algorithm}")
         if self.disaggregation:
             out.append(f"disaggregation={self.disaggregation}")
         return out
@@ -219,10 +222,12 @@ class RealPreset:
         out.append(("max_total_tokens", str(self.max_total_tokens), kv))
         loop = "overlap" if self.overlap else "normal"
         out.append(("loop", loop, self.sources.get("loop", src.NORMAL_LOOP)))
-        for name in ("mixed_chunk", "speculative", "disaggregation", "retract_every"):
+        for name in ("mixed_chunk", "disaggregation", "retract_every"):
             value = getattr(self, name)
             if value:
                 out.append((name, str(value), self.sources.get(name, "")))
+        if self.spec is not None:
+            out += self.spec.rows()
         out += self._feature_rows()
         plan = src.PLAN
         out += [
@@ -617,6 +622,8 @@ MODES: dict[str, dict[str, Any]] = {
     "mixed_chunk": {"mixed_chunk": True},
     "retraction": {"retract_every": 20},
     "eos": {"max_new_tokens": 4096, "ignore_eos": False},
+    # speculative decoding (bench.real.speculation): NGRAM, an EAGLE chain, DeepSeek's MTP
+    **{name: {"speculative": name} for name in speculation.BY_NAME},
 }
 FEATURE_VARIANTS = (
     "logprob", "top_logprobs", "input_logprobs", "stop", "regex", "json", "parallel", "abort",
@@ -662,6 +669,7 @@ _PRESET_KEYS: dict[str, type] = {
     "running": int, "prompts": str, "outputs": str, "chunked_prefill_size": int,
     "max_running_requests": int, "warmup": int, "iterations": int, "values": int,
     "kv_tokens": int, "overlap": bool, "mixed_chunk": bool, "speculative": str,
+    **{k: kind for k, (_f, kind) in speculation.SETTABLE.items()},
     "settle": bool, "hidden_width": int, "retract_every": int, "rewarm": int,
 }  # fmt: skip
 _FEATURE_KEYS: dict[str, type] = {
@@ -670,6 +678,7 @@ _FEATURE_KEYS: dict[str, type] = {
     if f.name not in ("stop_strings",)
 }
 SETTABLE: dict[str, type] = {**_PRESET_KEYS, **_FEATURE_KEYS}
+_SPEC_KEYS = ("speculative", *speculation.SETTABLE)
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -701,10 +710,16 @@ def with_changes(preset: RealPreset, changes: Mapping[str, Any]) -> RealPreset:
     for key in changes:
         if key not in SETTABLE:
             raise ValueError(f"real presets take --set {', '.join(SETTABLE)}; not {key!r}")
-    mine = {k: v for k, v in changes.items() if k in _PRESET_KEYS}
+    mine = {k: v for k, v in changes.items() if k in _PRESET_KEYS and k not in _SPEC_KEYS}
     theirs = {k: v for k, v in changes.items() if k in _FEATURE_KEYS}
     features = replace(preset.features, **theirs) if theirs else preset.features
-    return replace(preset, **mine, features=features)
+    spec = preset.spec
+    if "speculative" in changes:
+        spec = speculation.named(str(changes["speculative"])) if changes["speculative"] else None
+    spec = speculation.changed(spec, changes)
+    if spec is not None:
+        spec.check()
+    return replace(preset, **mine, features=features, spec=spec)
 
 
 def markdown() -> str:

@@ -16,6 +16,7 @@ and patched, the build and import times; or `kind` and `message` of a failure.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,32 @@ VOCAB_SIZE = 32000  # bench.real.driver.server.MODEL_CONFIG
 def tokenizer_cache() -> Path:
     """Where the stand-in tokenizer is trained once (bench.real.driver.tokenizer)."""
     return cache_dir() / "real" / "tokenizer"
+
+
+# A C++ compiler command for a revision's JIT builds on the host: the NGRAM corpus is C++ built
+# with ninja at first use (python/sglang/kernels/ops/speculative/ngram_corpus.py:27-40 at
+# sgl-project/sglang d55f1c28e2), whose ngram_corpus/result.h:15 uses size_t without including
+# <cstddef>, which GCC 12's libstdc++ headers do not bring in: the build fails there
+# ("'size_t' has not been declared"). The wrapper adds that include and changes nothing else;
+# the revision reads its compiler from CXX (kernels/jit/utils/compile/toolchain.py:66-72 there).
+JIT_CXX = '#!/bin/sh\n# reqstate-bench: the host compiler with <cstddef>\nexec {cxx} -include cstddef "$@"\n'
+
+
+def jit_env(preset: Any) -> dict[str, str]:
+    """CXX for a preset whose revision builds C++ at run time (NGRAM's corpus); {} otherwise."""
+    spec = getattr(preset, "spec", None)
+    if spec is None or spec.algorithm != "NGRAM":
+        return {}
+    folder = cache_dir() / "real" / "toolchain"
+    wrapper = folder / "c++"
+    text = JIT_CXX.format(cxx=os.environ.get("CXX", "c++"))
+    if not wrapper.exists() or wrapper.read_text(encoding="utf-8") != text:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = wrapper.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, wrapper)
+    return {"CXX": str(wrapper)}
 
 
 def probe_job(stubs: list[str]) -> dict[str, Any]:

@@ -182,7 +182,7 @@ def job(
         "check_defined": [h.name for h in HOT_PATH] if mode == "count" else [],
         "coverage": coverage,
         "stubs": rev.env.stubs,
-        "env": {**protocol.DRIVER_ENV, **preset.env()},
+        "env": {**protocol.DRIVER_ENV, **preset.env(), **protocol.jit_env(preset)},
         "context_len": preset.context_len,
         "server": preset.server(seed),
         "workload": preset.workload(seed, protocol.VOCAB_SIZE),
@@ -192,6 +192,8 @@ def job(
         "tokenizer_cache": str(protocol.tokenizer_cache()),
         "hidden_width": preset.hidden_width,
         "transfer": preset.disaggregation == "prefill",
+        "spec": preset.spec.job() if preset.spec is not None else None,
+        "claim_amx": preset.spec is not None and preset.spec.draft,
     }
 
 
