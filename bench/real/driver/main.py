@@ -36,6 +36,8 @@ from bench.real.driver import (
     standin,
     stubs,
     transfer,
+    triton_kernels,
+    triton_launch,
 )
 from bench.real.driver import tokenizer as stand_in_tokenizer
 from bench.real.driver.calls import CallCounter
@@ -134,6 +136,23 @@ def _device_ops(
     return {"sgl_kernel": timed(kernels.OPS)}, {"sgl_kernel": timed(kernels.TORCH_OPS)}
 
 
+def _record_stream_on_cpu(torch: Any) -> list[str]:
+    """Tensor.record_stream on a CPU tensor does nothing: it is a hint to CUDA's caching
+    allocator (keep the memory until that stream's work is done), which the CPU does not have;
+    torch refuses it for a CPU stream ("unknown parameter type"), and the spec v2 overlap loop
+    calls it (python/sglang/srt/managers/overlap_utils.py:417 at sgl-project/sglang
+    d55f1c28e2)."""
+    original = torch.Tensor.record_stream
+
+    def record_stream(self: Any, stream: Any) -> None:
+        if self.device.type == "cpu":
+            return None
+        return original(self, stream)
+
+    torch.Tensor.record_stream = record_stream
+    return ["Tensor.record_stream: nothing for a CPU tensor (a CUDA caching-allocator hint)"]
+
+
 def _import_revision(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> stubs.StubFinder:
     """The revision imported under its stubs; what it is and how long its import took."""
 
@@ -145,6 +164,9 @@ def _import_revision(job: dict[str, Any], out: dict[str, Any], phases: Phases) -
     finder = stubs.install(
         job.get("stubs", ()), stubs.paired_versions(torch.__version__), implemented, torch_ops
     )
+    if job.get("spec"):
+        out["replaced"] += triton_launch.install(phases, triton_kernels.KERNELS)
+        out["replaced"] += _record_stream_on_cpu(torch)
     t0 = time.time()
     for name in MODULES:
         importlib.import_module(name)
@@ -259,11 +281,14 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
     built: dict[str, float] = {"t": 0.0}
     original_loop = scheduler.Scheduler.run_event_loop
 
-    amx = server.AmxClaim()
+    claims = server.Claims()
 
     def run_event_loop(self: Any) -> Any:
-        amx.release()
+        claims.release()
         out["build_s"] = round(time.time() - built["t"], 2)
+        # the loop the revision chose (its dispatch_event_loop reads enable_overlap): a
+        # revision may turn the preset's loop off, and the run must say so
+        out["loop"] = "overlap" if getattr(self, "enable_overlap", False) else "normal"
         steering.scheduler = self
         out["tracked_after_build"] = len(gc.get_objects())
         try:
@@ -285,8 +310,10 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
         # without the stand-in tokenizer (an environment without `tokenizers`: the tests' tiny
         # tree) the driver sends token ids, as --skip-tokenizer-init allows
         values["skip_tokenizer_init"] = tok is None
-        if job.get("claim_amx"):
-            amx.claim()
+        out["replaced"] += claims.claim(
+            bool(job.get("claim_amx")),
+            bool(job.get("spec")) and not values.get("disable_overlap_schedule", True),
+        )
         args, passed, missing = server.server_args(values)
         out["server_args"] = {k: v for k, v in passed.items() if k != "model_path"}
         out["server_args_missing"] = missing

@@ -9,6 +9,8 @@ a SpawnRanks object later); an argument a revision does not have is left out and
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import inspect
 import json
 import sys
@@ -92,52 +94,85 @@ def server_args(values: dict[str, Any]) -> tuple[Any, dict[str, Any], list[str]]
     return ServerArgs(**passed), passed, missing
 
 
-class AmxClaim:
-    """From `claim()` to `release()`: the revision says its CPU has AMX, so that
-    attention_backend=intel_amx, which its checks turn into torch_native on a CPU without AMX
-    (python/sglang/srt/arg_groups/overrides.py:2319-2328 at sgl-project/sglang d55f1c28e2,
-    :1300-1310 in sglang 0.5.23, where the server's configuration is resolved as the scheduler
-    is built), stays: the revision's EAGLE draft runs on the CPU under that backend only. The
-    driver claims it from the arguments' construction to the start of the event loop, so that
-    no measured iteration sees it; the model's layers decide at import (before the claim) and
-    pack no weights for AMX. The claim goes through the revision's own scoped override of its
-    machine facts where it has one (override_platform in python/sglang/srt/runtime_context.py,
-    sglang 0.5.23), else through cpu_has_amx_support in the revision's argument resolvers that
-    hold the name."""
+class Claims:
+    """What the driver has the revision believe while its server is configured and its
+    scheduler built (from `claim()` to `release()`, at the start of the event loop: no measured
+    iteration sees either), where its CPU guards refuse what the stand-in can run:
+
+    - `amx`: its CPU has AMX, so attention_backend=intel_amx stays, which its checks turn into
+      torch_native on a CPU without AMX (python/sglang/srt/arg_groups/overrides.py:2319-2328 at
+      sgl-project/sglang d55f1c28e2, :1300-1310 in sglang 0.5.23, server_args.py:2645-2651 at
+      d7c93e183b): the revision's EAGLE draft runs on the CPU under that backend only. Through
+      the revision's own scoped override of its machine facts where it has one
+      (override_platform in python/sglang/srt/runtime_context.py, sglang 0.5.23), else through
+      cpu_has_amx_support in its argument resolvers. The model's layers decide at import,
+      before the claim, and pack no weights for AMX; its attention kernels never run.
+    - `spec_overlap`: speculative decoding may run the overlap loop (spec v2, production's
+      default), which the revision turns off on the CPU ("Overlap schedule is not implemented
+      for speculative decoding on CPU": _disable_overlap_schedule_for_cpu in
+      python/sglang/srt/arg_groups/speculative_hook.py:14-21 at d55f1c28e2, :66-78 in 0.5.23):
+      that hook does nothing meanwhile. The loop's CPU streams are torch.cpu.Stream no-ops, as
+      in the overlap loop without a draft.
+    """
 
     NAME = "cpu_has_amx_support"
+    # where revisions resolve their arguments: a model's modules keep the machine's answer
+    RESOLVERS = ("sglang.srt.server_args", "sglang.srt.arg_groups")
+    HOOK = ("sglang.srt.arg_groups.speculative_hook", "_disable_overlap_schedule_for_cpu")
 
     def __init__(self) -> None:
         self._scope: Any = None
         self._original: Any = None
+        self._hook: Any = None
         self.active = False
 
     @staticmethod
     def _claim() -> bool:
         return True
 
-    # where revisions resolve their arguments (the fallback sits in server_args.py at
-    # d7c93e183b, in arg_groups/overrides.py at d55f1c28e2): a model's modules, imported while
-    # the scheduler is built, keep the machine's answer
-    RESOLVERS = ("sglang.srt.server_args", "sglang.srt.arg_groups")
+    @staticmethod
+    def _keep_overlap(*_args: Any, **_kwargs: Any) -> None:
+        return None
 
     def _holders(self) -> list[Any]:
         mods = [m for k, m in list(sys.modules.items()) if k.startswith(self.RESOLVERS) and m]
         return [m for m in mods if callable(vars(m).get(self.NAME))]
 
-    def claim(self) -> None:
+    def claim(self, amx: bool, spec_overlap: bool) -> list[str]:
+        """Take the claims asked for; what was claimed, for the run's list of replacements."""
+        out: list[str] = []
+        if amx:
+            self._claim_amx()
+            out.append(
+                "the revision's AMX check answers yes while its server is configured "
+                "and its scheduler built (attention_backend=intel_amx kept for the "
+                "EAGLE draft; its kernels never run)"
+            )
+        if spec_overlap:
+            module = importlib.import_module(self.HOOK[0]) if _has(self.HOOK[0]) else None
+            if module is not None and callable(getattr(module, self.HOOK[1], None)):
+                self._hook = (module, getattr(module, self.HOOK[1]))
+                setattr(module, self.HOOK[1], self._keep_overlap)
+                out.append(
+                    "speculative decoding keeps the overlap loop on the CPU "
+                    "(_disable_overlap_schedule_for_cpu does nothing while the scheduler "
+                    "is built)"
+                )
+        self.active = True
+        return out
+
+    def _claim_amx(self) -> None:
         context = sys.modules.get("sglang.srt.runtime_context")
         scoped = getattr(context, "override_platform", None)
         if scoped is not None:
             self._scope = scoped(has_amx=True)
             self._scope.__enter__()
-        else:
-            holders = self._holders()
-            if holders:
-                self._original = vars(holders[0])[self.NAME]
-                for module in holders:
-                    setattr(module, self.NAME, self._claim)
-        self.active = True
+            return
+        holders = self._holders()
+        if holders:
+            self._original = vars(holders[0])[self.NAME]
+            for module in holders:
+                setattr(module, self.NAME, self._claim)
 
     def release(self) -> None:
         if not self.active:
@@ -149,6 +184,16 @@ class AmxClaim:
             for module in self._holders():
                 if vars(module)[self.NAME] is self._claim:
                     setattr(module, self.NAME, self._original)
+        if self._hook is not None:
+            module, original = self._hook
+            setattr(module, self.HOOK[1], original)
+
+
+def _has(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def port_args(args: Any) -> Any:
