@@ -85,10 +85,16 @@ class Speculation:
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
+    def ahead(self) -> int:
+        """KV slots a request holds ahead per verify: its tree's tokens or its draft steps'
+        (alloc_len_per_decode: max(num_steps * topk, num_draft_tokens))."""
+        return max(self.steps * self.topk, self.draft_tokens)
+
+    @property
     def drafts(self) -> int:
-        """The most drafts one verify can accept: the tree's tokens less its root (a chain's
-        steps)."""
-        return self.draft_tokens - 1
+        """The most drafts one verify can accept: the tree's tokens less its root, and no more
+        than its depth (the draft steps) where the algorithm sets one."""
+        return min(self.draft_tokens - 1, self.steps) if self.steps else self.draft_tokens - 1
 
     def check(self) -> None:
         """ValueError, one line, for a configuration the stand-in cannot serve."""
@@ -96,11 +102,11 @@ class Speculation:
             raise ValueError(f"accept_dist={self.accept_dist}: geometric or fixed")
         if self.draft_tokens < 2:
             raise ValueError(f"spec_draft_tokens={self.draft_tokens}: at least 2 (a root, a draft)")
-        if not 1.0 <= self.accept_len <= self.draft_tokens:
+        if not 1.0 <= self.accept_len <= self.drafts + 1:
             raise ValueError(
                 f"accept_len={self.accept_len:g} cannot be reached with {self.draft_tokens} "
-                f"draft tokens a verify (from 1 to {self.draft_tokens}: the drafts accepted "
-                "and the bonus token)"
+                f"draft tokens a verify{f' over {self.steps} steps' if self.steps else ''} "
+                f"(from 1 to {self.drafts + 1}: the drafts accepted and the bonus token)"
             )
 
     def server(self) -> dict[str, Any]:
@@ -170,7 +176,26 @@ MTP = Speculation(
         "accept_len": MTP_ACCEPT,
     },
 )  # fmt: skip
-BY_NAME: dict[str, Speculation] = {"ngram": NGRAM, "eagle": EAGLE, "mtp": MTP}
+TREE_SHAPE = (
+    "python/sglang/srt/arg_groups/speculative_hook.py:820-822" + AT + ": SGLang's auto-chosen "
+    "parameters for a Llama target (--speculative-num-steps 5 --speculative-eagle-topk 4 "
+    "--speculative-num-draft-tokens 8), a tree; it runs on the normal loop (spec v2 takes topk 1: "
+    + DOCS
+    + ":590-592)"
+)
+EAGLE_TREE = Speculation(
+    "EAGLE", steps=5, topk=4, draft_tokens=8, accept_len=3.0, draft=True,
+    sources={
+        "algorithm": "EAGLE with a draft model (" + DOCS + ":36-80" + AT + ")",
+        "steps": TREE_SHAPE, "topk": TREE_SHAPE, "draft_tokens": TREE_SHAPE,
+        "accept_len": "assumption: no published accept length for this tree shape (EAGLE-2 "
+        "reaches 3.76 on Llama-3.1-8B with 8 steps and a wider tree: sgl-project/sglang#4247); "
+        "swept with --set accept_len=X",
+    },
+)  # fmt: skip
+BY_NAME: dict[str, Speculation] = {
+    "ngram": NGRAM, "eagle": EAGLE, "mtp": MTP, "eagletree": EAGLE_TREE,
+}  # fmt: skip
 
 # --set keys of a preset's speculation, with their types and fields
 SETTABLE: dict[str, tuple[str, type]] = {

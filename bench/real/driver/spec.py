@@ -270,5 +270,11 @@ def proposals(rows: int, tokens: Any = None) -> torch.Tensor:
     return successor(base.to(torch.int64) % (STATE.vocab - _FIRST) + _FIRST)
 
 
+# The logit of a chosen token (every other is 0): a confident model's, whose softmax puts
+# 0.9999 on it over 32,000 tokens, so a draft tree's cumulative scores follow its top-1 path as
+# a trained draft's do and the tree grows deep enough for the accept lengths drawn.
+CHOSEN_LOGIT = 20.0
+
+
 def logits(chosen: torch.Tensor) -> ChosenLogits:
-    return ChosenLogits.make(chosen, STATE.vocab)
+    return ChosenLogits.make(chosen, STATE.vocab, hi=CHOSEN_LOGIT)
