@@ -76,6 +76,23 @@ class ProcessSummary:
     warmup_iterations: int = 0  # iterations before measurement (minimum and settling)
     steady: bool | None = None  # the warm-up's verdict (None: a fixed warm-up)
     settle_note: str = ""
+    loop: str = ""  # the event loop the revision ran ("normal", "overlap"; "": not recorded)
+    # speculative decoding over the measured iterations: verifies (requests verified), the
+    # tokens they gave, and the drafts the stand-in's draws accepted (bench.real.driver.spec)
+    verified: int = 0
+    verified_tokens: int = 0
+    drawn: int = 0
+
+    @property
+    def accept_length(self) -> float | None:
+        """Tokens per verify, the bonus token included, as the revision produced them (SGLang's
+        accept length); None without a verify."""
+        return self.verified_tokens / self.verified if self.verified else None
+
+    @property
+    def drawn_length(self) -> float | None:
+        """Tokens per verify the stand-in's draws asked for (the drafts drawn, plus one)."""
+        return (self.drawn + self.verified) / self.verified if self.verified else None
 
     @classmethod
     def of(cls, out: dict[str, Any]) -> ProcessSummary:
@@ -100,6 +117,10 @@ class ProcessSummary:
             warmup_iterations=int(out.get("measure_start") or 0),
             steady=settled.get("steady"),
             settle_note=str(settled.get("why", "")),
+            loop=str(out.get("loop") or ""),
+            verified=sum(r.get("verified", 0) for r in recs),
+            verified_tokens=sum(r.get("verified_tokens", 0) for r in recs),
+            drawn=sum(r.get("drawn", 0) for r in recs),
             iterations=len(recs),
             decode_batch=float(decode[len(decode) // 2]) if decode else 0.0,
             extend_share=sum(r["mode"] in KINDS["extend"] for r in recs) / n,

@@ -102,10 +102,14 @@ class RealPreset:
 
     @property
     def max_total_tokens(self) -> int:
-        """KV tokens: the preset's, or room for every live request at its longest (ASSUMED_KV)."""
+        """KV tokens: the preset's, or room for every live request at its longest (ASSUMED_KV),
+        and under speculative decoding for the draft tokens each request holds ahead (spec v2
+        allocates two verifies' worth: eagle_info_v2.py prepare_for_decode at sgl-project/
+        sglang d7c93e183b, `kv_committed_len + 2 * alloc_len_per_decode`)."""
         if self.kv_tokens:
             return self.kv_tokens
-        return self.running * self.longest_request + self.chunked_prefill_size + 4096
+        ahead = 2 * self.spec.ahead if self.spec is not None else 0
+        return self.running * (self.longest_request + ahead) + self.chunked_prefill_size + 4096
 
     def in_lockstep(self, changed: Mapping[str, Any] | None = None) -> RealPreset:
         """How processes of several revisions measure it together (bench.real.process): one
@@ -452,6 +456,39 @@ def _retraction() -> RealPreset:
     )
 
 
+def _eagle_chain() -> RealPreset:
+    base = _decode("x", 256, sc.CUDA_GRAPH_BS, sc.DECODE_FORWARD, 100)
+    return replace(
+        base,
+        name="eagle-chain",
+        description="decode-b256 with an EAGLE draft in a chain (topk 1) on the overlap loop "
+        "(spec v2), the target verifying the drafts of every request each iteration",
+        spec=speculation.EAGLE,
+        overlap=True,
+        sources={**base.sources, "loop": src.SPEC_V2},
+    )
+
+
+def _mtp_decode() -> RealPreset:
+    base = _decode("x", 256, sc.CUDA_GRAPH_BS, sc.DECODE_FORWARD, 100)
+    return replace(
+        base,
+        name="mtp-decode",
+        description="the decode node of a disaggregated DeepSeek-style deployment: 256 running "
+        "requests arriving with their KV through the fake transfer backend, drafted by one MTP "
+        "layer as SGLang's EAGLE on the overlap loop (spec v2)",
+        spec=speculation.MTP,
+        overlap=True,
+        disaggregation="decode",
+        sources={
+            **base.sources,
+            "loop": src.SPEC_V2,
+            "disaggregation": "the PD decode node, the fake transfer backend of "
+            "python/sglang/srt/disaggregation/fake/conn.py at sgl-project/sglang d55f1c28e2",
+        },
+    )
+
+
 def _pd_prefill() -> RealPreset:
     return RealPreset(
         name="pd-prefill",
@@ -603,6 +640,8 @@ PRESETS: dict[str, RealPreset] = {
         _rl(),
         _retraction(),
         _pd_prefill(),
+        _eagle_chain(),
+        _mtp_decode(),
     )
 }
 

@@ -233,6 +233,42 @@ def cache_text(cell: Cell) -> str:
     return text
 
 
+def spec_lines(data: RealData) -> list[str]:
+    """Per preset that runs speculative decoding: the accept length the revision produced
+    (tokens per verify, SGLang's figure), with a 95% t interval over processes, beside the
+    preset's and the stand-in's draws'; and any revision that did not run the preset's loop."""
+    out: list[str] = []
+    for preset in data.presets:
+        values = (data.manifest.get("presets", {}).get(preset) or {}).get("values", {})
+        configured = values.get("accept_len")
+        want_loop = values.get("loop")
+        for rev in data.revisions:
+            sums = data.cell(rev, preset).summaries()
+            loops = sorted({s.loop for s in sums if s.loop})
+            if want_loop and loops and loops != [want_loop]:
+                out.append(
+                    f"- **{preset} {rev}: the revision ran the {'/'.join(loops)} loop, not the "
+                    f"preset's {want_loop}**"
+                )
+            lengths = [a for s in sums if (a := s.accept_length) is not None]
+            if configured is None or not lengths:
+                continue
+            c = stats.mean_t_ci(lengths)
+            drawn = [d for s in sums if (d := s.drawn_length) is not None]
+            verifies = sum(s.verified for s in sums)
+            ci = f" [{c[1]:.3f}, {c[2]:.3f}]" if not math.isnan(c[1]) else ""
+            out.append(
+                f"- {preset} {rev}: {values.get('speculative', '')} accept length {c[0]:.3f}{ci} "
+                f"measured over {verifies:,} verifies (configured {configured}; the stand-in's "
+                f"draws {statistics.mean(drawn):.3f})"
+            )
+    return (
+        ["", "Speculative decoding (tokens per verify, the bonus token included):", "", *out]
+        if out
+        else []
+    )
+
+
 def unsteady_lines(data: RealData) -> list[str]:
     """A warning for each cell with processes whose cache never settled."""
     out = []
@@ -441,6 +477,7 @@ def summary_markdown(data: RealData) -> str:
     warnings = unsteady_lines(data)
     if warnings:
         lines += ["", *warnings]
+    lines += spec_lines(data)
     if len(data.revisions) > 1:
         lines += ["", *difference_lines(data)]
     lines += [

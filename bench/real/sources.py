@@ -84,10 +84,6 @@ STOP_TAGS = (
     f"{SLIME}, examples/search-r1/generate_with_search.py:173-177: stop strings "
     '["</search>", "</answer>"]'
 )
-NGRAM = (
-    "sgl-project/sglang#9873 (lookahead, renamed NGRAM in #11010): speculative_num_draft_tokens "
-    "12 by default for ngram (#21910), which also disables the overlap loop"
-)
 RETRACT = (
     "assumption, every 20th forward: a served decode retracts when its pool is full "
     "(docs/advanced_features/hyperparameter_tuning.md:25-26 at sgl-project/sglang e2728ac504: "
@@ -152,4 +148,11 @@ PD_PREFILL = (
     "transfer backend (bench/real/driver/transfer.py): the handshake done at the first poll "
     "(#11648: #unbootstrapped-req 0), a transfer succeeding at the next iteration's poll (PR "
     "#7236: ~60 ms, shorter than one prefill forward)"
+)
+SPEC_V2 = (
+    "production's default with a draft: the overlap loop runs the spec v2 workers "
+    "(docs/docs/advanced_features/speculative_decoding.mdx:585-592 at sgl-project/sglang "
+    "d55f1c28e2: 'with the overlap scheduler enabled by default'); the CPU turns it off "
+    "(arg_groups/speculative_hook.py:14-21 there), which the driver lifts while the scheduler is "
+    "built (bench/real/driver/server.py, Claims)"
 )

@@ -23,7 +23,15 @@ from bench.profiling.stacks import Frame
 DRIVER_DIR = "bench/real/driver/"
 MARKS_FILE = DRIVER_DIR + "marks.py"
 LOOP_FILE = DRIVER_DIR + "loop.py"
-STANDIN_FILES = (DRIVER_DIR + "standin.py", DRIVER_DIR + "transfer.py")
+# the stand-in model: its forward and sampling, its speculative decoding (the verify's
+# predictions, the logits that carry their argmax) and the device kernels it serves in torch
+STANDIN_FILES = tuple(
+    DRIVER_DIR + name
+    for name in (
+        "standin.py", "transfer.py", "spec.py", "logits.py", "kernels.py", "triton_kernels.py",
+        "triton_launch.py",
+    )
+)  # fmt: skip
 STUBS_FILE = DRIVER_DIR + "stubs.py"
 BOUNDARY = "Steering.boundary"
 WAITS = ("turn", "settled_turn")  # the lockstep waits (py-spy does not see a stdin read as idle)
