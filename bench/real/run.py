@@ -176,9 +176,7 @@ def check_speculation(rev: Revision, preset: RealPreset) -> None:
     accept length then drawn against the wrong number of drafts), is refused in one line before
     anything is measured or written (~15 s a revision and preset here)."""
     progress(f"{rev.source.label}: checking {preset.name}'s speculative configuration")
-    out = run_one(
-        rev.env, rev.tree, job(rev, preset, seed=0, worker=0, mode="check"), timeout=600
-    )
+    out = run_one(rev.env, rev.tree, job(rev, preset, seed=0, worker=0, mode="check"), timeout=600)
     where = f"{rev.source.label}: preset {preset.name}"
     if not out.get("ok"):
         raise UsageError(f"{where}: the revision refuses it: {out.get('message', 'failed')}")

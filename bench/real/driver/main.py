@@ -317,7 +317,11 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
         )
         values = {**server.BASE_ARGS, **job.get("server", {}), "model_path": str(model)}
         if (job.get("spec") or {}).get("draft_model"):
-            draft = server.write_draft(Path(model_dir) / "draft", int(job["context_len"]))
+            draft = server.write_draft(
+                Path(model_dir) / "draft",
+                int(job["context_len"]),
+                job["spec"].get("draft_arch", ""),
+            )
             values["speculative_draft_model_path"] = str(draft)
         # without the stand-in tokenizer (an environment without `tokenizers`: the tests' tiny
         # tree) the driver sends token ids, as --skip-tokenizer-init allows
