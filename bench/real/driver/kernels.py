@@ -51,6 +51,18 @@ references with the same contract under python/sglang/ (`ops/` = kernels/ops/).
                                           K/V buffer (gather, then scatter)     ops/kvcache/
                                                                                 cache_move.py:61
 
+A revision from before SGLang's CPU speculative path (sgl-project/sglang#27862, e.g. d7c93e183b)
+calls two CUDA ops of sgl_kernel instead (from its CUDA branches, which the driver has it take:
+bench.real.driver.server.cuda_branches); their contracts are the CPU ops' above, with the CUDA
+ops' dtypes (sgl-kernel/csrc/speculative/eagle_utils.cu at d7c93e183b):
+
+  build_tree_kernel_efficient             build_tree_kernel_efficient_cpu's,    eagle_utils.cu:
+    (CUDA name)                           int64 indices; bit-packed mode        34-123, 214-269
+                                          refused, as the CPU op's
+  verify_tree_greedy                      verify_tree_greedy_cpu's, int64       eagle_utils.cu:
+    (CUDA name)                           inputs; predicts any 1-D tensor of    271-313, 323-407
+                                          at least bs * n entries
+
 Not here: the spec path's attention (the CPU backend's decode and extend attention with a tree
 mask) and the sampling ops (the CPU path verifies greedily); they stay stubbed.
 """
@@ -622,6 +634,112 @@ def copy_rows_at(
         buffer[tgt] = buffer[src]  # the right side is a gathered copy: sources staged first
 
 
+def _cuda_inputs(op: str, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> None:
+    """The CUDA op's reads: `dtype` elements, contiguous (it casts each data pointer to that
+    type; an int32 tensor would be read as other values: refused here instead)."""
+    for name, t in tensors.items():
+        _tensor(t, op, name, (dtype,))
+
+
+def build_tree_kernel_efficient(
+    parent_list: torch.Tensor,
+    selected_index: torch.Tensor,
+    verified_seq_len: torch.Tensor,
+    tree_mask: torch.Tensor,
+    positions: torch.Tensor,
+    retrive_index: torch.Tensor,
+    retrive_next_token: torch.Tensor,
+    retrive_next_sibling: torch.Tensor,
+    topk: int,
+    depth: int,
+    draft_token_num: int,
+    tree_mask_mode: int,
+) -> None:
+    """sgl_kernel's CUDA op (sgl-kernel/csrc/speculative/eagle_utils.cu:34-123 and :214-269 at
+    sgl-project/sglang d7c93e183b), which a revision from before the CPU path calls: the CPU
+    op's contract for FULL_MASK and QLEN_ONLY (each node's mask row: the root's column and the
+    node's ancestors set, the other draft columns cleared; links by head insertion; positions
+    by depth), over int64 index tensors, which the CUDA kernel reads as int64. Its bit-packed
+    mode (2) is refused, as the CPU op refuses it. A one-step draft's parent_list is empty and
+    float (python/sglang/srt/speculative/eagle_utils.py:35-37 there), which the kernel never
+    reads (every node's parent is the root): taken as an empty int64 one."""
+    if parent_list.numel() == 0:
+        parent_list = parent_list.long()
+    _cuda_inputs(
+        "build_tree_kernel_efficient",
+        {
+            "parent_list": parent_list,
+            "selected_index": selected_index,
+            "verified_seq_len": verified_seq_len,
+        },
+        torch.int64,
+    )
+    build_tree_kernel_efficient_cpu(
+        parent_list,
+        selected_index,
+        verified_seq_len,
+        tree_mask,
+        positions,
+        retrive_index,
+        retrive_next_token,
+        retrive_next_sibling,
+        topk,
+        depth,
+        draft_token_num,
+        tree_mask_mode,
+    )
+
+
+def verify_tree_greedy(
+    predicts: torch.Tensor,
+    accept_index: torch.Tensor,
+    accept_token_num: torch.Tensor,
+    candidates: torch.Tensor,
+    retrive_index: torch.Tensor,
+    retrive_next_token: torch.Tensor,
+    retrive_next_sibling: torch.Tensor,
+    target_predict: torch.Tensor,
+) -> None:
+    """sgl_kernel's CUDA op (sgl-kernel/csrc/speculative/eagle_utils.cu:271-313 and :323-407 at
+    sgl-project/sglang d7c93e183b): the CPU op's contract (the same walk, the same outputs),
+    with the CUDA op's dtypes: int64 candidates, links and target_predict (it throws on any
+    other), int32 outputs. Its predicts is any 1-D tensor (callers pass one entry more than
+    the tree's nodes: python/sglang/srt/speculative/eagle_info.py:266-268 there): the op
+    writes the first bs * n, and the rest is left as it was."""
+    op = "verify_tree_greedy"
+    _require(predicts.dim() == 1 and candidates.dim() == 2, f"{op}: predicts 1-D, candidates 2-D")
+    nodes = candidates.shape[0] * candidates.shape[1]
+    _require(predicts.numel() >= nodes, f"{op}: predicts has fewer entries than the trees")
+    _cuda_inputs(
+        op,
+        {
+            "candidates": candidates,
+            "retrive_index": retrive_index,
+            "retrive_next_token": retrive_next_token,
+            "retrive_next_sibling": retrive_next_sibling,
+            "target_predict": target_predict,
+        },
+        torch.int64,
+    )
+    verify_tree_greedy_cpu(
+        predicts[:nodes],
+        accept_index,
+        accept_token_num,
+        candidates,
+        retrive_index,
+        retrive_next_token,
+        retrive_next_sibling,
+        target_predict,
+    )
+
+
+# The CUDA ops a revision from before the CPU path calls, by their Python names (sgl-project/
+# sglang#27862; sgl-kernel/python/sgl_kernel/speculative.py there).
+CUDA_OPS: dict[str, Callable[..., Any]] = {
+    "build_tree_kernel_efficient": build_tree_kernel_efficient,
+    "verify_tree_greedy": verify_tree_greedy,
+}
+
 # sgl_kernel's Python names (sgl_kernel/__init__.py, speculative.py, kvcacheio.py) -> function.
 OPS: dict[str, Callable[..., Any]] = {
     "reconstruct_indices_from_tree_mask": reconstruct_indices_from_tree_mask,
@@ -635,11 +753,17 @@ OPS: dict[str, Callable[..., Any]] = {
     "assign_extend_cache_locs_cpu": assign_extend_cache_locs_cpu,
     "rotate_input_ids_cpu": rotate_input_ids_cpu,
     "copy_all_layer_kv_cache_cpu": copy_all_layer_kv_cache_cpu,
+    **CUDA_OPS,
 }
 
-# The same ops under torch.ops.sgl_kernel (their schema names, torch_extension_cpu.cpp): the
-# Python name for all but the NGRAM one, whose CPU op carries a _cpu suffix.
+# The CPU ops under torch.ops.sgl_kernel (their schema names, torch_extension_cpu.cpp): the
+# Python name for all but the NGRAM one, whose CPU op carries a _cpu suffix. The CUDA ops are
+# left out: a revision calls them through their Python wrappers only.
 TORCH_OPS: dict[str, Callable[..., Any]] = {
-    **{name: fn for name, fn in OPS.items() if name != "reconstruct_indices_from_tree_mask"},
+    **{
+        name: fn
+        for name, fn in OPS.items()
+        if name != "reconstruct_indices_from_tree_mask" and name not in CUDA_OPS
+    },
     "reconstruct_indices_from_tree_mask_cpu": reconstruct_indices_from_tree_mask,
 }
