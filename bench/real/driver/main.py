@@ -153,6 +153,23 @@ def _record_stream_on_cpu(torch: Any) -> list[str]:
     return ["Tensor.record_stream: nothing for a CPU tensor (a CUDA caching-allocator hint)"]
 
 
+def _cuda_synchronize_on_cpu(torch: Any) -> list[str]:
+    """torch.cuda.synchronize where torch has no CUDA does nothing: it waits for the work queued
+    on the CUDA devices, and there is none; torch refuses it instead ("Torch not compiled with
+    CUDA enabled"). A revision from before SGLang's CPU speculative path calls it when its EAGLE
+    draft shares the target's embedding (LlamaForCausalLM.set_embed_and_head:
+    python/sglang/srt/models/llama.py:762-772 at sgl-project/sglang d7c93e183b; later
+    revisions call their platform's synchronize, a no-op on the CPU)."""
+    if torch.cuda.is_available():
+        return []
+    torch.cuda.synchronize = _no_device_work
+    return ["torch.cuda.synchronize: nothing, torch having no CUDA (no device work to wait for)"]
+
+
+def _no_device_work(device: Any = None) -> None:
+    return None
+
+
 def _import_revision(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> stubs.StubFinder:
     """The revision imported under its stubs; what it is and how long its import took."""
 
@@ -167,12 +184,15 @@ def _import_revision(job: dict[str, Any], out: dict[str, Any], phases: Phases) -
     if job.get("spec"):
         out["replaced"] += triton_launch.install(phases, triton_kernels.KERNELS)
         out["replaced"] += _record_stream_on_cpu(torch)
+        out["replaced"] += _cuda_synchronize_on_cpu(torch)
     t0 = time.time()
     for name in MODULES:
         importlib.import_module(name)
     import sglang
 
     out["import_s"] = round(time.time() - t0, 2)
+    if job.get("spec"):
+        out["replaced"] += server.cuda_branches()
     out["sglang_file"] = str(Path(sglang.__file__).parent)
     out["sglang_version"] = getattr(sglang, "__version__", None)
     torch.set_num_threads(int(job.get("torch_threads", 1)))
@@ -326,8 +346,11 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
         # without the stand-in tokenizer (an environment without `tokenizers`: the tests' tiny
         # tree) the driver sends token ids, as --skip-tokenizer-init allows
         values["skip_tokenizer_init"] = tok is None
+        # a revision without a CPU draft backend drafts under triton: no AMX claim is needed
+        drafted = server.draft_backend(values) if (job.get("spec") or {}).get("draft_model") else []
+        out["replaced"] += drafted
         out["replaced"] += claims.claim(
-            bool(job.get("claim_amx")),
+            bool(job.get("claim_amx")) and not drafted,
             bool(job.get("spec")) and not values.get("disable_overlap_schedule", True),
         )
         args, passed, missing = server.server_args(values)

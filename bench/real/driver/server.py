@@ -192,6 +192,91 @@ class Claims:
             setattr(module, self.HOOK[1], original)
 
 
+# A revision from before SGLang's CPU speculative path (sgl-project/sglang#27862) builds an
+# EAGLE draft's attention backends from a map without intel_amx or torch_native
+# (DraftBackendFactory.create_decode_backend / create_draft_extend_backend:
+# python/sglang/srt/speculative/draft_utils.py:39-94 at sgl-project/sglang d7c93e183b and at its
+# parent): "EAGLE is not supported in decode attention backend intel_amx". Of the backends it
+# maps, only triton is built from torch and Triton alone (the others need flashinfer, fa3, aiter
+# or NPU libraries); its kernels never run (the stand-in's forward replaces the model), and its
+# forward-metadata kernels (kv indices) run as torch versions (bench.real.driver.triton_kernels).
+DRAFT_FACTORY = ("sglang.srt.speculative.draft_utils", "DraftBackendFactory")
+DRAFT_FALLBACK = "triton"
+
+
+def draft_backend(values: dict[str, Any]) -> list[str]:
+    """Where the preset's draft runs under intel_amx and the revision's draft backend factory has
+    no intel_amx backend, the draft's attention backend is triton
+    (speculative_draft_attention_backend, which the factory and the draft's ModelRunner read
+    first: python/sglang/srt/model_executor/model_runner.py:2291-2301 at d7c93e183b); what was
+    set. The driver then claims no AMX: the claim served the draft only, and the target's
+    backend is what the revision resolves on this CPU (intel_amx without AMX: torch_native,
+    python/sglang/srt/server_args.py:2645-2651 there), whose forward-metadata step does
+    nothing; intel_amx's of that revision cannot plan a target verify
+    (IntelAMXAttnBackend.init_forward_metadata reads extend_seq_lens, None in a verify:
+    python/sglang/srt/layers/attention/intel_amx_backend.py:40-58 there), which the spec v2
+    loop calls outside the model's forward (python/sglang/srt/speculative/eagle_info_v2.py:
+    293-303 there, :291-301 at its parent)."""
+    if values.get("attention_backend") != "intel_amx":
+        return []
+    if values.get("speculative_draft_attention_backend") or not _has(DRAFT_FACTORY[0]):
+        return []
+    factory = getattr(importlib.import_module(DRAFT_FACTORY[0]), DRAFT_FACTORY[1], None)
+    if factory is None or hasattr(factory, "_create_intel_amx_decode_backend"):
+        return []
+    values["speculative_draft_attention_backend"] = DRAFT_FALLBACK
+    return [
+        "the EAGLE draft's attention backend is triton (speculative_draft_attention_backend): "
+        "this revision's draft backend factory has no intel_amx one (a revision from before "
+        "sgl-project/sglang#27862); its metadata kernels run as torch versions; the target's "
+        "backend is the revision's own on this CPU (no AMX claimed)"
+    ]
+
+
+# Modules of a revision from before SGLang's CPU speculative path whose EAGLE steps have a CUDA
+# branch and an NPU branch only: on the CPU the tree build names an op never imported
+# (sgl_build_tree_kernel_efficient, imported under `if _is_cuda or ...`:
+# python/sglang/srt/speculative/eagle_utils.py:14-17, called at :138), the greedy verify does
+# nothing (verify_tree_greedy_func, :162-202: no branch runs, its outputs stay as allocated), and
+# the v2 loop's extend cache locations are None (assign_extend_cache_locs_func:
+# python/sglang/srt/speculative/eagle_info_v2.py:536-577, :534-575 at the parent); all at
+# sgl-project/sglang d7c93e183b and at its parent. Their CUDA branches call sgl_kernel's ops
+# and the revision's Triton kernels, which the driver serves as torch versions. Module -> the
+# sgl_kernel ops its CUDA branch imported at module level (local name -> sgl_kernel name).
+CUDA_BRANCHES: dict[str, dict[str, str]] = {
+    "sglang.srt.speculative.eagle_utils": {
+        "sgl_build_tree_kernel_efficient": "build_tree_kernel_efficient"
+    },
+    "sglang.srt.speculative.eagle_info_v2": {},
+}
+
+
+def cuda_branches() -> list[str]:
+    """Have the CUDA_BRANCHES modules take their CUDA branch (their `_is_cuda`, read when each
+    step runs), with the ops that branch imported at module level bound from sgl_kernel (the
+    stub serves the ops the driver implements and refuses any other by name); only a module
+    that has no CPU branch (no `_is_cpu`) and was imported without CUDA. What was changed."""
+    taken = []
+    for name, ops in CUDA_BRANCHES.items():
+        if not _has(name):
+            continue
+        module = importlib.import_module(name)
+        if vars(module).get("_is_cuda") is not False or hasattr(module, "_is_cpu"):
+            continue
+        kernel = importlib.import_module("sgl_kernel")
+        for local, op in ops.items():
+            if local not in vars(module):
+                setattr(module, local, getattr(kernel, op))
+        module._is_cuda = True  # type: ignore[attr-defined]
+        taken.append(name.rpartition(".")[2])
+    if not taken:
+        return []
+    return [
+        f"the CUDA branches of {', '.join(taken)} (a revision without a CPU speculative path): "
+        "sgl_kernel's ops and the Triton kernels they call run as torch versions"
+    ]
+
+
 def _has(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None

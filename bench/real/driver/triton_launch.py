@@ -5,7 +5,8 @@ v2 overlap loop's gathers, and before the CPU path existed, sgl-project/sglang#2
 EAGLE path's cache-location kernels). Triton has no CPU driver here, so a launch fails ("0
 active drivers"). The driver wraps Triton's launch (`JITFunction.run`, which `kernel[grid](...)`
 calls): a kernel whose name bench.real.driver.triton_kernels implements runs as that torch
-version, its arguments bound by the kernel's own parameter names, timed as the stand-in's (on a
+version, its arguments bound by the kernel's own parameter names (defaults applied; Triton's
+launch options such as num_warps dropped), timed as the stand-in's (on a
 GPU server it is device work, as the model's forward is); any other kernel raises StubReached
 naming it and where it is defined, never a silent wrong value.
 """
@@ -57,7 +58,11 @@ def install(phases: Phases, kernels: dict[str, Callable[..., Any]]) -> list[str]
         sig = signatures.get(id(fn))
         if sig is None:
             sig = signatures[id(fn)] = inspect.signature(fn)
-        bound = sig.bind_partial(*args, **kwargs).arguments
+        # Triton's own launch options (num_warps, num_stages, ...) are not the kernel's
+        mine = {k: v for k, v in kwargs.items() if k in sig.parameters}
+        binding = sig.bind_partial(*args, **mine)
+        binding.apply_defaults()
+        bound = binding.arguments
         if warmup:
             return None
         phases.enter("stand_in")
