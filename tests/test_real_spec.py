@@ -5,6 +5,7 @@ for a stubbed package's torch.ops and for Triton launches."""
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import sys
@@ -17,7 +18,16 @@ import torch
 
 from bench.real import presets as rp
 from bench.real import speculation
-from bench.real.driver import dspark, kernels, server, spec, standin, stubs, triton_launch
+from bench.real.driver import (
+    dspark,
+    kernels,
+    server,
+    spec,
+    standin,
+    stubs,
+    transfer,
+    triton_launch,
+)
 from bench.real.driver.logits import DENSIFIED, ChosenLogits
 from bench.real.driver.phases import Phases
 from bench.real.driver.server import Claims
@@ -513,3 +523,41 @@ def test_dspark_s_kernel_classes_are_timed_as_the_stand_in_s(
     assert dspark.time_kernels(phases) == ["AcceptGreedy"]
     assert AcceptGreedy.execute(x=torch.tensor([1])).tolist() == [2]
     assert phases.ns["stand_in"] > 0
+
+
+def test_the_stand_in_transfer_manager_holds_the_fork_s_hidden_row_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the prefill node of bytedance-iaas/sglang 32990a0560 reads kv_manager.req_to_pd_hidden_meta
+    # for every request (prefill.py:378, 394 there); the fake manager has no such table
+    class KVClassType(enum.Enum):
+        KVARGS, MANAGER, SENDER, RECEIVER = range(4)
+
+    class FakeKVManager:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.req_to_decode_prefix_len: dict[int, int] = {}
+
+    utils = types.ModuleType("sglang.srt.disaggregation.utils")
+    utils.KVClassType = KVClassType  # type: ignore[attr-defined]
+    utils.TransferBackend = str  # type: ignore[attr-defined]
+    utils.get_kv_class = lambda backend, kind: None  # type: ignore[attr-defined]
+    base = types.ModuleType("sglang.srt.disaggregation.base")
+    base.KVArgs = object  # type: ignore[attr-defined]
+    base.KVPoll = SimpleNamespace()  # type: ignore[attr-defined]
+    fake = types.ModuleType("sglang.srt.disaggregation.fake")
+    fake.FakeKVManager = FakeKVManager  # type: ignore[attr-defined]
+    fake.FakeKVSender = type("FakeKVSender", (), {})  # type: ignore[attr-defined]
+    fake.FakeKVReceiver = type("FakeKVReceiver", (), {})  # type: ignore[attr-defined]
+    package = types.ModuleType("sglang.srt.disaggregation")
+    package.utils = utils  # type: ignore[attr-defined]
+    for name, module in (
+        ("sglang.srt.disaggregation", package),
+        ("sglang.srt.disaggregation.utils", utils),
+        ("sglang.srt.disaggregation.base", base),
+        ("sglang.srt.disaggregation.fake", fake),
+    ):
+        monkeypatch.setitem(sys.modules, name, module)
+    transfer.install()
+    manager = utils.get_kv_class(transfer.BACKEND, KVClassType.MANAGER)()
+    assert isinstance(manager, FakeKVManager)
+    assert manager.req_to_pd_hidden_meta == {}  # no decode node asked for hidden rows
