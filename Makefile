@@ -89,13 +89,14 @@ test: $(STAMP)
 test-real: $(STAMP)
 	"$(PY)" -m pytest -q -m real
 
-# What of sglang 0.5.23's scheduler code the presets run (docs/REAL.md, "Coverage"); CI records
+# What of sglang 0.5.23's scheduler code the presets run, speculative decoding's included
+# (docs/REAL.md, "Coverage"); CI records
 # it after make test-real, whose environment it reuses. The measured map counted first is what
 # coverage checks beside hotpath.py's rows.
 real-coverage: $(STAMP)
 	"$(PY)" -m bench real hotpath sglang==0.5.23 --json reports/freqmap-sglang-0.5.23.json
 	"$(PY)" -m bench real coverage sglang==0.5.23 --markdown --output reports/coverage-sglang-0.5.23.md \
-	    --real-preset prefill-chunked,decode-b256,production-mix,rl-rollout,retraction,pd-prefill,pd-decode-b256,decode-b256+mixed_chunk,decode-b256+hidden+input_logprobs \
+	    --real-preset prefill-chunked,decode-b256,production-mix,rl-rollout,retraction,pd-prefill,pd-decode-b256,decode-b256+mixed_chunk,decode-b256+hidden+input_logprobs,decode-b256+ngram,eagle-chain,mtp-decode \
 	    --before prefill-chunked,decode-b256
 
 # The inner loop: everything but the tests marked slow (gates, measured runs, history,

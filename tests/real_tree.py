@@ -15,7 +15,8 @@ the driver (bench/real/driver/) reaches, with a scheduler loop of the real one's
 size) (a list sliced from its head, as ReqToTokenPool.alloc did before sgl-project/sglang
 #32208); "gpu_import" imports a GPU-only package at module level (the driver stubs it);
 "gpu_call" also calls it in the loop (the stub raises); "missing" imports a package that is
-not installed.
+not installed; "spec" has speculative algorithms to name (its ServerArgs refuses more than 8 draft
+tokens, as a revision's checks refuse a draft configuration).
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ FILES: dict[str, str] = {
             chunked_prefill_size: int = 8192
             random_seed: int = 0
             nccl_port: int = None
+            speculative_algorithm: str = None
+            speculative_num_steps: int = None
+            speculative_eagle_topk: int = None
+            speculative_num_draft_tokens: int = None
+            speculative_ngram_max_bfs_breadth: int = 10
+
+            def __post_init__(self):
+                # the toy's own check of a draft configuration, as SGLang's speculative hook has
+                if self.speculative_algorithm and (self.speculative_num_draft_tokens or 0) > 8:
+                    raise ValueError("the toy verifies at most 8 draft tokens")
 
         @dataclasses.dataclass
         class PortArgs:
@@ -303,6 +314,15 @@ def get_pd_hidden_capture_layer_ids(reqs):
     return None
 """
 
+SPEC_INFO = """
+import enum
+
+
+class SpeculativeAlgorithm(enum.Enum):
+    EAGLE = 1
+    NGRAM = 2
+"""
+
 ALLOC = {
     "fast": "out = self.free_slots[-n:] if n else []\n                del self.free_slots[len(self.free_slots) - n:]\n                return out",
     "slow_alloc": "out = self.free_slots[:n]\n                self.free_slots = self.free_slots[n:]\n                for _ in range(200):\n                    list(self.free_slots)\n                return out",
@@ -329,6 +349,15 @@ def write(root: Path, variant: str = "fast") -> Path:
         body = text.replace("{extra_import}", extra_import).replace("{gpu_call}", gpu_call)
         body = textwrap.dedent(body.replace("{alloc}", alloc))
         path.write_text(body.lstrip("\n"), encoding="utf-8")
+    algorithms = base / "sglang" / "srt" / "speculative"
+    if variant == "spec":  # names the capability check reads; the toy runs no draft
+        algorithms.mkdir(parents=True, exist_ok=True)
+        (algorithms / "__init__.py").write_text("", encoding="utf-8")
+        (algorithms / "spec_info.py").write_text(SPEC_INFO.lstrip("\n"), encoding="utf-8")
+    elif algorithms.exists():
+        import shutil
+
+        shutil.rmtree(algorithms)
     table = base / "sglang" / "srt" / "disaggregation"
     if variant == "side_table":
         table.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,9 @@ def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 @pytest.fixture(scope="module")
 def toy_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return real_tree.write_repo(tmp_path_factory.mktemp("toy") / "sglang", ("fast", "slow_alloc"))
+    return real_tree.write_repo(
+        tmp_path_factory.mktemp("toy") / "sglang", ("fast", "slow_alloc", "spec")
+    )
 
 
 # -- presets and --set ----------------------------------------------------------------------
@@ -119,6 +121,55 @@ def test_run_real_refuses_a_missing_feature_before_writing_anything(
     assert proc.stderr.startswith("error: ")
     assert "preset decode-b256 asks for abort" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ("--real-preset", "decode-b256+eagle"),
+            "preset decode-b256+eagle asks for speculative=EAGLE",
+        ),
+        (
+            ("--real-preset", "eagle-chain", "--set", "accept_len=6"),
+            "accept_len=6 cannot be reached",
+        ),
+        (("--real-preset", "eagle-chain", "--set", "spec_draft_tokens=1"), "at least 2"),
+        (("--real-preset", "decode-b256", "--set", "accept_len=2"), "runs no speculative decoding"),
+    ],
+)
+def test_run_real_refuses_a_speculation_it_cannot_run_before_writing_anything(
+    toy_repo: Path, tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    """A revision without the algorithm, an accept length above what the drafts allow, a draft
+    configuration the stand-in cannot serve: one line, exit 2, nothing written."""
+    out = tmp_path / "out"
+    proc = run_cli(
+        "run", "--real", f"{toy_repo}@fast", "--real-python", PY, *args, "--output-dir", str(out)
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: ")
+    assert said in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_draft_configuration_the_revision_refuses_is_refused_before_anything_is_written(
+    toy_repo: Path, tmp_path: Path
+) -> None:
+    """The revision's own checks run first (its scheduler built, no iteration run): what they
+    refuse is one line naming the preset and the revision's words, exit 2, no run folder."""
+    out = tmp_path / "out"
+    proc = run_cli(
+        "run", "--real", f"{toy_repo}@spec", "--real-python", PY, "--real-preset",
+        "decode-b256+ngram", "--output-dir", str(out), timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("[real]")]
+    assert len(lines) == 1, proc.stderr
+    assert "preset decode-b256+ngram: the revision refuses it" in lines[0]
+    assert "the toy verifies at most 8 draft tokens" in lines[0]
     assert not out.exists()
 
 

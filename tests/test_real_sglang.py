@@ -132,8 +132,27 @@ def test_coverage_of_the_release_names_what_the_mix_adds(built: str, tmp_path: P
     assert float(cells[2].rstrip("%")) > float(cells[1].rstrip("%"))
 
 
-def test_ngram_is_refused_in_one_line_naming_what_it_needs() -> None:
-    proc = run_cli("run", "--real", RELEASE, "--set", "speculative=NGRAM", timeout=120)
-    assert proc.returncode == 2
-    assert "NGRAM speculative decoding does not run on the CPU" in proc.stderr
-    assert "allocation.py:746" in proc.stderr
+def test_speculative_presets_run_the_release_s_own_spec_workers(built: str, tmp_path: Path) -> None:
+    """NGRAM (its corpus built at first use), an EAGLE chain on spec v2 and MTP on a PD decode
+    node run the release's own workers through the stand-in's verify: every process measures,
+    the revision runs each preset's loop, and the accept length it produced is the preset's."""
+    proc = run_cli(
+        "run", "--real", RELEASE, "--real-preset", "decode-b256+ngram,eagle-chain,mtp-decode",
+        "--set", "running=64", "--budget", "off", "--no-count", "--output-dir", str(tmp_path),
+        timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    summary = (run_dir / "summary.md").read_text()
+    assert "ran the" not in summary  # no revision ran another loop than its preset's
+    for preset, configured in (
+        ("decode-b256+ngram", 2.0),
+        ("eagle-chain", 2.08),
+        ("mtp-decode", 2.61),
+    ):
+        line = next(ln for ln in summary.splitlines() if ln.startswith(f"- {preset} "))
+        measured = float(re.search(r"accept length ([\d.]+)", line).group(1))  # type: ignore[union-attr]
+        assert measured == pytest.approx(configured, rel=0.05), line
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    raw = json.loads((run_dir / manifest["processes"][0]["file"]).read_text())
+    assert any("verify predicts" in r for r in raw["replaced"])

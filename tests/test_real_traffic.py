@@ -1,6 +1,7 @@
 """Real mode's traffic without SGLang: the warm-up's steady-state rule, the clients (sessions,
-parallel sampling, aborts, the first cohort caught in flight), the per-request feature draws,
-the stand-in's grammar-mask reading and the line tracer, each on its own."""
+parallel sampling, aborts, the first cohort caught in flight, the order they hear of ends in),
+the per-request feature draws, the stand-in's grammar-mask reading and the line tracer, each on
+its own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bench.real.driver import steady
 from bench.real.driver.client import Client
 from bench.real.driver.coverage import LineTracer
 from bench.real.driver.features import ORDER, Drawer, Features
+from bench.real.driver.loop import Steering
 from bench.real.driver.requests import Lengths, Workload, rid_of
 
 # -- the warm-up's rule -------------------------------------------------------------------
@@ -172,6 +174,37 @@ def test_a_capped_request_is_told_where_its_eos_falls() -> None:
     client.boundary(1, [], {})
     assert all(o["max_new"] == 4096 for o in factory.sent)
     assert sorted(client.eos_after.values()) == [20, 20]
+
+
+@dataclass(eq=False)
+class AddressedReq:
+    """A finished request whose hash, a real Req's address, is chosen here."""
+
+    rid: str
+    address: int
+
+    def __hash__(self) -> int:
+        return self.address
+
+    def finished(self) -> bool:
+        return True
+
+
+def test_the_client_hears_of_finished_requests_in_the_order_they_were_sent() -> None:
+    """The driver keeps the live requests in a WeakSet, which iterates in their hashes' order:
+    their addresses, which differ from one process to another. Whatever the addresses, two
+    processes of one seed tell their clients of the same ends in the same order (the rids'),
+    so they number and queue the next turns alike."""
+    told = []
+    for addresses in ([0, 1, 2, 4, 5, 6, 7], [7, 6, 5, 4, 2, 1, 0]):
+        steering = Steering(None, None, None, None, None, None)  # type: ignore[arg-type]
+        rids = [rid_of(i) for i in (0, 1, 2, 4, 5, 6, 7)]
+        reqs = [AddressedReq(rid, a) for rid, a in zip(rids, addresses, strict=True)]
+        for req in reqs:
+            steering._live.add(req)
+        steering._gone.append(rid_of(3))  # collected before a boundary saw it finished
+        told.append([rid for rid, _req in steering._collect_finished()])
+    assert told[0] == told[1] == [rid_of(i) for i in range(8)]
 
 
 # -- the stand-in's grammar mask and the tracer -------------------------------------------

@@ -85,10 +85,10 @@ def _h(
 # Read from the scheduler's event loops (S:1719 event_loop_normal, S:1754 event_loop_overlap;
 # PF:569/607 the PD prefill node's; DC:2139/2173 the PD decode node's) and followed call by
 # call. A per_iteration function's accesses inside its loop over the batch's requests run once
-# per batch request. Speculative workers' own preparation (eagle_prepare_for_decode,
-# DFlashDraftInputV2.prepare_for_decode, the spec-v2 token counts), retraction, aborts,
-# hierarchical sparse attention, streaming sessions and debug checks are not in the table:
-# their functions are listed as off the modelled hot path.
+# per batch request. Speculative workers' own preparation (SPEC_OFF_PATH below: real mode's
+# spec presets reach them), retraction, aborts, hierarchical sparse attention, streaming sessions
+# and debug checks are not in the table: their functions are listed as off the modelled hot
+# path.
 HOT_PATH: tuple[HotFunction, ...] = (
     # -- arrival --------------------------------------------------------------------------
     _h("Scheduler.handle_generate_request", "per_new_request", ALL, f"{S}:2368", f"{S}:1894"),
@@ -514,6 +514,32 @@ HOT_PATH: tuple[HotFunction, ...] = (
         ("pd_decode",),
         f"{BRP}:97",
         f"{DC}:2249",
+    ),
+)
+
+# The speculative workers' own per-iteration functions, off the modelled hot path above (their
+# accesses are the draft's, not the request state's): real mode's spec presets reach them, and
+# `real coverage` lists each as reached or not, with why (bench/real/coverage.py).
+SPEC_OFF_PATH: tuple[tuple[str, str, str], ...] = (
+    (
+        "eagle_prepare_for_decode",
+        "speculative/eagle_utils.py:880",
+        "an EAGLE-family draft's decode (EAGLE, EAGLE3, MTP), from spec_utils.py:1047",
+    ),
+    (
+        "DFlashDraftInputV2.prepare_for_decode",
+        "speculative/dflash_info_v2.py:113",
+        "a DFLASH or DSpark draft's decode, from spec_utils.py:1043",
+    ),
+    (
+        "ScheduleBatch._new_tokens_required_next_decode_spec_v2",
+        f"{SB}:2798",
+        "admission under spec v2 (the tokens a decode will take), from schedule_batch.py:2796",
+    ),
+    (
+        "NGRAMWorker._prepare_for_speculative_decoding",
+        "speculative/ngram_worker.py:310",
+        "NGRAM's decode (corpus lookup, draft tree), from ngram_worker.py:433",
     ),
 )
 

@@ -110,6 +110,22 @@ class Coverage:
             out.append((row.name, row.condition or "called on every such event"))
         return out
 
+    def spec_functions(self) -> list[tuple[str, str, list[str]]]:
+        """hotpath.py's speculative functions (SPEC_OFF_PATH): (name, where and when it runs,
+        the presets that reached it)."""
+        out = []
+        for name, where, when in hotpath.SPEC_OFF_PATH:
+            presets = [
+                p
+                for p in self.presets
+                if any(
+                    fn.rpartition(":")[0] == name for f in self.files.values()
+                    for fn in f.reached.get(p, set())
+                )
+            ]  # fmt: skip
+            out.append((name, f"{when} ({where} at {hotpath.COMMIT})", presets))
+        return out
+
     def unreached_measured(self) -> list[str]:
         names = self.reached_names()
         return sorted(n for n in self.measured_functions if n not in names)
@@ -187,6 +203,11 @@ def markdown(cov: Coverage, *, before: Coverage | None = None, top: int = 25) ->
         "",
     ]
     out += [f"- `{name}`: {why}" for name, why in missing] or ["- none"]
+    out += ["", "hotpath.py's speculative functions (off its modelled path):", ""]
+    out += [
+        f"- `{name}`: " + (f"reached by {', '.join(by)}" if by else f"no preset reaches it: {why}")
+        for name, why, by in cov.spec_functions()
+    ]
     unmeasured = cov.unreached_measured()
     if cov.measured_functions:
         out += ["", f"Functions of the measured map that no preset reaches: {len(unmeasured)}", ""]

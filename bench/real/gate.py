@@ -121,6 +121,7 @@ def measure(
         "matched": {},
         "followed_other": {},
         "load": {},
+        "accept": {},  # preset -> side -> [verifies, their tokens] (speculative decoding)
     }
     index = 0
     for r in range(cfg.rounds):
@@ -147,6 +148,10 @@ def measure(
                         f"{side} ({rev.source.label}) {preset.name}: {res.get('message')}"
                     )
                 records[side] = res["records"]
+                if preset.spec is not None:
+                    tally = seen["accept"].setdefault(preset.name, {}).setdefault(side, [0, 0])
+                    tally[0] += sum(r.get("verified", 0) for r in res["records"])
+                    tally[1] += sum(r.get("verified_tokens", 0) for r in res["records"])
                 vals = values(res["records"], preset.iterations)
                 for metric in (GATED_METRIC, *INFO_METRICS):
                     out[side].setdefault(bench_name(preset.name, metric), []).append(
@@ -283,6 +288,8 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
         )
     for preset, p in meta.get("pairing", {}).items():
         lines.append(pairing_line(preset, p))
+    for preset, sides in meta.get("accept", {}).items():
+        lines.append(accept_line(preset, sides))
     for preset, rounds in meta.get("load", {}).items():
         lines.append(load_line(preset, rounds))
     for preset, w in meta.get("moved", {}).items():
@@ -303,6 +310,22 @@ def real_markdown(meta: dict[str, Any]) -> list[str]:
             + "; ".join(f"{m} (imported by {i})" for m, i in sorted(stubbed.items()))
         )
     return lines
+
+
+def accept_line(preset: str, sides: dict[str, list[int]]) -> str:
+    """Speculative decoding: each code's accept length as it produced it (tokens per verify,
+    the bonus token included), over its processes' measured iterations: the stand-in's draws
+    are the same for both, so a difference is the revision's (its trees, its verify)."""
+
+    def length(*names: str) -> str:
+        v = sum(sides.get(n, [0, 0])[0] for n in names)
+        t = sum(sides.get(n, [0, 0])[1] for n in names)
+        return f"{t / v:.3f}" if v else "n/a"
+
+    return (
+        f"- {preset}: accept length (tokens per verify): baseline {length('base', 'base_copy')}, "
+        f"candidate {length('candidate', 'candidate_copy')}"
+    )
 
 
 def load_line(preset: str, rounds: list[dict[str, Any]]) -> str:
@@ -368,6 +391,7 @@ def run(
         "resolution": resolution(cfg, vals),
         "pairing": pairing(seen),
         "load": seen["load"],
+        "accept": seen["accept"],
         "statistic": "per round the ratio of mean iterations; over rounds the mean log ratio, t",
         "stubbed": seen["stubbed"],
         "replaced": list(seen["replaced"]),

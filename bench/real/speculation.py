@@ -82,8 +82,9 @@ DSPARK_ACCEPT = (
     "recipe's corpus) accept as DeepSeek-V4-Pro's head does"
 )
 DRAFT_STANDIN = (
-    "the stand-in's draft: the target's config with one layer (an EAGLE head's shape: "
-    "LlamaForCausalLMEagle), no weights; it reads the target's hidden states at their width"
+    "the stand-in's draft: the target's config with one layer (an EAGLE head's shape, "
+    "LlamaForCausalLMEagle; a STANDALONE draft's LlamaForCausalLM), no weights; an EAGLE head "
+    "reads the target's hidden states at their width"
 )
 
 
@@ -97,7 +98,9 @@ class Speculation:
     draft_tokens: int  # speculative_num_draft_tokens, the root included
     accept_len: float  # tokens per verify, the bonus token included
     accept_dist: str = "geometric"
-    draft: bool = False  # a draft model of the stand-in's (EAGLE, EAGLE3)
+    draft: bool = False  # a draft model of the stand-in's (EAGLE, EAGLE3, STANDALONE)
+    # the stand-in draft's architecture: an EAGLE head, or a small model of the target's own
+    draft_arch: str = "LlamaForCausalLMEagle"
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -164,6 +167,7 @@ class Speculation:
             "draft_model": self.draft,
             "algorithm": self.algorithm,
             "draft_tokens": self.draft_tokens,
+            "draft_arch": self.draft_arch,
         }
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -243,8 +247,25 @@ DSPARK = Speculation(
         "topk": DSPARK_BLOCK, "draft_tokens": DSPARK_BLOCK, "accept_len": DSPARK_ACCEPT,
     },
 )  # fmt: skip
+STANDALONE_SHAPE = (
+    DOCS + ":585-601" + AT + ": the overlap scheduler's (spec v2) example is a STANDALONE draft "
+    "(Qwen2.5-1.5B-Instruct for Qwen2.5-7B-Instruct): --speculative-num-steps 4 "
+    "--speculative-eagle-topk 1 --speculative-num-draft-tokens 5"
+)
+STANDALONE = Speculation(
+    "STANDALONE", steps=4, topk=1, draft_tokens=5, accept_len=2.0, draft=True,
+    draft_arch="LlamaForCausalLM",
+    sources={
+        "algorithm": "a smaller LLM of the target's family drafts token by token (" + DOCS
+        + ":503-560" + AT + ")",
+        "steps": STANDALONE_SHAPE, "topk": STANDALONE_SHAPE, "draft_tokens": STANDALONE_SHAPE,
+        "accept_len": "assumption: no published accept length for this pair in SGLang's docs; "
+        "swept with --set accept_len=X",
+    },
+)  # fmt: skip
 BY_NAME: dict[str, Speculation] = {
     "ngram": NGRAM, "eagle": EAGLE, "mtp": MTP, "eagletree": EAGLE_TREE, "dspark": DSPARK,
+    "standalone": STANDALONE,
 }  # fmt: skip
 
 # --set keys of a preset's speculation, with their types and fields

@@ -594,14 +594,31 @@ def copy_all_layer_kv_cache_cpu(
     _require(src_loc.numel() == tgt_loc.numel(), f"{op}: src_loc size")
     if data_ptrs.numel() == 0 or tgt_loc.numel() == 0:
         return
+    copy_rows_at(data_ptrs.tolist(), strides.tolist(), tgt_loc, src_loc)
+
+
+def copy_rows_at(
+    addresses: list[int],
+    strides: list[int],
+    tgt_loc: torch.Tensor,
+    src_loc: torch.Tensor,
+    width: int | None = None,
+) -> None:
+    """In each buffer (base address, `stride` bytes a slot row), the first `width` bytes (the
+    whole row by default) of row tgt_loc[i] = those of row src_loc[i]: every source read
+    before any target is written; for a repeated target the last pair wins. Also serves the
+    Triton kernel copy_all_layer_kv_cache_tiled (bench.real.driver.triton_kernels)."""
     tgt, src = _last_writes(tgt_loc.view(-1).long(), src_loc.view(-1).long())
-    _require(int(tgt.min()) >= 0 and int(src.min()) >= 0, f"{op}: negative slot")
+    if tgt.numel() == 0:
+        return
+    _require(int(tgt.min()) >= 0 and int(src.min()) >= 0, "copy_all_layer_kv_cache: negative slot")
     rows = max(int(tgt.max()), int(src.max())) + 1
-    for address, stride in zip(data_ptrs.tolist(), strides.tolist(), strict=True):
-        if stride <= 0:
+    for address, stride in zip(addresses, strides, strict=True):
+        cols = stride if width is None else min(width, stride)
+        if stride <= 0 or cols <= 0:
             continue
         raw: Any = (ctypes.c_uint8 * (rows * stride)).from_address(address)
-        buffer = torch.frombuffer(raw, dtype=torch.uint8).view(rows, stride)
+        buffer = torch.frombuffer(raw, dtype=torch.uint8).view(rows, stride)[:, :cols]
         buffer[tgt] = buffer[src]  # the right side is a gathered copy: sources staged first
 
 

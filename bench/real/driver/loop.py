@@ -61,6 +61,11 @@ def _slot(req: Any) -> int | None:
     return slot if isinstance(slot, int) else None
 
 
+def _rid(req: Any) -> str:
+    rid = getattr(req, "rid", "")
+    return rid if isinstance(rid, str) else str(rid)
+
+
 class Finished(BaseException):
     """The run is complete (or failed): unwinds the revision's event loop."""
 
@@ -325,15 +330,23 @@ class Steering:
         return verified, tokens, drawn
 
     def _collect_finished(self) -> list[tuple[str, Any]]:
-        """(rid, request) of each request finished since the last boundary; the request is
-        None where it was collected before a boundary saw it finished."""
-        done = [r for r in self._live if r.finished()]
+        """(rid, request) of each request finished since the last boundary, in the order they
+        were sent (their rids'); the request is None where it was collected before a boundary
+        saw it finished.
+
+        The order is the rids', not the live set's: a WeakSet iterates in the order of its
+        members' hashes, a Req's is its address, and addresses differ from process to process
+        (ASLR, and allocations that follow PYTHONHASHSEED's set and dict layouts). The client
+        numbers a session's next turn and a parallel group's n requests in the order it is told
+        of their ends, and the scheduler queues them in the order they arrive, so in any other
+        order two processes of one seed served different batches within a few iterations."""
+        done = sorted((r for r in self._live if r.finished()), key=_rid)
         out: list[tuple[str, Any]] = []
         for r in done:
             self._live.discard(r)
             if self.release is not None:
                 self.release(r)
-            rid = getattr(r, "rid", "")
+            rid = _rid(r)
             self._seen_done.add(rid)
             out.append((rid, r))
         gone, self._gone[:] = list(self._gone), []
@@ -342,6 +355,7 @@ class Steering:
                 self._seen_done.discard(rid)
             else:
                 out.append((rid, None))
+        out.sort(key=lambda item: item[0])
         self.finished += len(out)
         return out
 

@@ -291,8 +291,17 @@ def _draft(job: dict[str, Any], folder: Path) -> dict[str, Any]:
         gamma = int(conf["draft_tokens"]) - 1
         draft = server.write_dspark_draft(folder, int(job["context_len"]), gamma)
     else:
-        draft = server.write_draft(folder, int(job["context_len"]))
+        draft = server.write_draft(folder, int(job["context_len"]), conf.get("draft_arch", ""))
     return {"speculative_draft_model_path": str(draft)}
+
+
+def _spec_resolved(scheduler: Any) -> dict[str, Any]:
+    """The speculative configuration the revision settled on (its checks may change what was
+    asked: a topk-1 chain's draft tokens follow its steps), read from the built scheduler."""
+    args = getattr(scheduler, "server_args", None)
+    names = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+             "speculative_num_draft_tokens")  # fmt: skip
+    return {n: getattr(args, n, None) for n in names if args is not None}
 
 
 def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> server.InfoPipe:
@@ -310,6 +319,9 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
         # the loop the revision chose (its dispatch_event_loop reads enable_overlap): a
         # revision may turn the preset's loop off, and the run must say so
         out["loop"] = "overlap" if getattr(self, "enable_overlap", False) else "normal"
+        out["spec_resolved"] = _spec_resolved(self)
+        if job.get("mode") == "check":  # built as the preset asks: no iteration is run
+            raise Finished()
         steering.scheduler = self
         out["tracked_after_build"] = len(gc.get_objects())
         try:

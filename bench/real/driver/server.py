@@ -62,10 +62,13 @@ DRAFT_CONFIG: dict[str, Any] = {
 }
 
 
-def write_draft(folder: Path, context_len: int) -> Path:
-    """config.json of the stand-in's draft model (no weights: load_format is dummy)."""
+def write_draft(folder: Path, context_len: int, arch: str = "") -> Path:
+    """config.json of the stand-in's draft model (no weights: load_format is dummy): an EAGLE
+    head, or `arch` (a STANDALONE draft is a model of the target's own architecture)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {**DRAFT_CONFIG, "max_position_embeddings": context_len}
+    if arch:
+        config["architectures"] = [arch]
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return folder
 
