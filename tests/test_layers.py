@@ -195,6 +195,8 @@ LAZY_PACKAGES: dict[str, str] = {
     "tomllib": "the standard library's from Python 3.11, tomli before it",
     "tomli": "the standard library's from Python 3.11, tomli before it",
     "packaging": "real mode's environment planner only; the harness's readers never need it",
+    "triton": "real mode's driver, in the revision's environment: its launches wrapped where "
+    "that environment has Triton (bench/real/driver/triton_launch.py); the harness has none",
     "importlib": "importlib.metadata (email, zipfile: ~21 ms here, ~0.6 s under callgrind): paid "
     "where sglang's version is asked, not by every process that builds a request class",
 }

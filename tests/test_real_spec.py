@@ -5,6 +5,8 @@ for a stubbed package's torch.ops and for Triton launches."""
 
 from __future__ import annotations
 
+import enum
+import json
 import math
 import sys
 import types
@@ -16,7 +18,16 @@ import torch
 
 from bench.real import presets as rp
 from bench.real import speculation
-from bench.real.driver import kernels, spec, stubs, triton_launch
+from bench.real.driver import (
+    dspark,
+    kernels,
+    server,
+    spec,
+    standin,
+    stubs,
+    transfer,
+    triton_launch,
+)
 from bench.real.driver.logits import DENSIFIED, ChosenLogits
 from bench.real.driver.phases import Phases
 from bench.real.driver.server import Claims
@@ -209,7 +220,9 @@ def test_any_other_operation_makes_them_dense_and_is_named() -> None:
 # -- presets --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["decode-b256+ngram", "eagle-chain", "mtp-decode"])
+@pytest.mark.parametrize(
+    "name", ["decode-b256+ngram", "eagle-chain", "mtp-decode", "decode-b256+dspark"]
+)
 def test_every_speculation_value_has_its_source(name: str) -> None:
     preset = rp.get(name)
     assert preset.spec is not None
@@ -351,3 +364,200 @@ def test_the_claims_hold_while_the_scheduler_is_built_and_are_given_back(
     assert resolver.cpu_has_amx_support() is False
     spec_hook._disable_overlap_schedule_for_cpu(args)
     assert args.disable_overlap_schedule is True
+
+
+# -- DSpark: a block draft verified as one linear window -------------------------------------
+
+
+def _window(candidates: list[list[int]]) -> Any:
+    """A verify batch of linear windows (anchor first), as DFlashVerifyInput carries them: no
+    tree fields."""
+    n = len(candidates[0])
+    info = SimpleNamespace(
+        draft_token_num=n, draft_token=torch.tensor(candidates, dtype=torch.int64).view(-1)
+    )
+    bs = len(candidates)
+    return SimpleNamespace(
+        spec_info=info,
+        req_pool_indices=torch.arange(bs),
+        seq_lens=torch.full((bs,), 80, dtype=torch.int64),
+    )
+
+
+def _linear_accepts(candidates: torch.Tensor, predict: torch.Tensor) -> tuple[list[int], list[int]]:
+    """The revision's greedy accept of a window (compute_dflash_correct_drafts_and_bonus,
+    python/sglang/srt/speculative/dflash_utils.py:671-690 at sgl-project/sglang d55f1c28e2):
+    accept while candidates[:, 1:] equal predict[:, :-1] consecutively; the bonus is the
+    prediction at the first mismatch."""
+    match = (candidates[:, 1:] == predict[:, :-1]).to(torch.int64)
+    correct = match.cumprod(dim=1).sum(dim=1)
+    bonus = predict[torch.arange(candidates.shape[0]), correct]
+    return correct.tolist(), bonus.tolist()
+
+
+def test_a_linear_window_accepts_exactly_the_drafts_drawn(forced: list[int]) -> None:
+    gamma = 5
+    anchors = torch.tensor([500, 9000, 31000])
+    proposals = dspark.block_proposals(anchors, gamma)
+    candidates = torch.cat([anchors.view(-1, 1), proposals], dim=1)
+    for k in ([0, 5, 2], [5, 0, 3], [1, 4, 5]):
+        forced[:] = k
+        batch = _window(candidates.tolist())
+        predict = spec.verify_predictions(batch).view(3, gamma + 1)
+        correct, bonus = _linear_accepts(candidates, predict)
+        assert correct == k
+        for b in range(3):
+            if k[b] < gamma:  # the bonus is not the next draft, which is rejected
+                assert bonus[b] != int(candidates[b, k[b] + 1])
+
+
+def test_the_dspark_draft_proposes_the_text_s_next_tokens() -> None:
+    anchors = torch.tensor([7, 31990])
+    block = dspark.block_proposals(anchors, 3)
+    assert block[:, 0].tolist() == spec.successor(anchors).tolist()
+    assert block[:, 2].tolist() == spec.successor(block[:, 1]).tolist()
+    base = torch.zeros((2, 3, 1))
+    tokens, corrected = dspark.sample_block(None, base, first_prev_tokens=anchors)
+    assert torch.equal(tokens, block)
+    assert corrected is base
+    logits, tap = dspark.base_logits(None, torch.zeros((6, 64)))
+    assert tuple(logits.shape) == (6, 1)
+    assert tap is None
+
+
+def test_the_injection_refuses_hidden_states_of_another_width() -> None:
+    draft = SimpleNamespace(fc=torch.nn.Linear(128, 64, bias=False))
+    before = dict(dspark.INJECTED)
+    dspark.write_target_hidden_kv(draft, target_hidden=torch.zeros((12, 128)), pool=None)
+    assert dspark.INJECTED["rows"] - before["rows"] == 12
+    with pytest.raises(dspark.WidthMismatch, match="128 wide"):
+        dspark.write_target_hidden_kv(draft, target_hidden=torch.zeros((12, 64)))
+
+
+def test_the_target_hands_its_hidden_states_at_the_draft_s_layers() -> None:
+    hidden = torch.zeros((4, 64))
+    capturing = SimpleNamespace(
+        capture_aux_hidden_states=True, model=SimpleNamespace(layers_to_capture=[1, 2])
+    )
+    (aux,) = standin._aux_hidden(capturing, hidden)
+    assert len(aux) == 2
+    assert torch.cat(aux, dim=-1).shape == (4, 128)  # as the LogitsProcessor packs them
+    assert standin._aux_hidden(SimpleNamespace(), hidden) == []
+
+
+def test_the_dspark_draft_config_is_the_preset_s_block(tmp_path: Any) -> None:
+    folder = server.write_dspark_draft(tmp_path / "draft", 4096, 5)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["block_size"] == 5
+    assert config["hidden_size"] == server.MODEL_CONFIG["hidden_size"]
+    assert config["mask_token_id"] < server.MODEL_CONFIG["vocab_size"]
+    assert max(config["target_layer_ids"]) < server.MODEL_CONFIG["num_hidden_layers"]
+    assert config["markov_rank"] > 0
+
+
+def test_the_dspark_preset_verifies_a_window_of_gamma_plus_one() -> None:
+    preset = rp.get("decode-b256+dspark")
+    assert preset.spec is speculation.DSPARK or preset.spec == speculation.DSPARK
+    assert preset.spec.drafts == 5  # gamma: one step, the window less its anchor
+    server_args = preset.server(0)
+    assert server_args["speculative_num_draft_tokens"] == 6
+    assert "speculative_num_steps" not in server_args  # the revision sets DSpark's one step
+    assert server_args["speculative_draft_attention_backend"] == "torch_native"
+    assert "attention_backend" not in speculation.DSPARK.server()
+    job = preset.spec.job()
+    assert (job["algorithm"], job["draft_tokens"], job["drafts"]) == ("DSPARK", 6, 5)
+    with pytest.raises(ValueError, match=r"accept_len=6\.5 cannot be reached with 6 draft"):
+        rp.with_changes(preset, {"accept_len": 6.5})
+
+
+def test_the_dspark_claims_hold_while_the_scheduler_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+
+    def handle_dspark(args: Any) -> None:
+        seen.append(args.device)
+        if not args.device.startswith(("cuda", "npu")):
+            raise ValueError("DSpark speculative decoding only supports CUDA or NPU device.")
+
+    def fallback(*, draft_server_args: Any, algo_label: str) -> str:
+        return "flashinfer"
+
+    hook = types.ModuleType("sglang.srt.arg_groups.speculative_hook")
+    hook._handle_dspark = handle_dspark  # type: ignore[attr-defined]
+    common = types.ModuleType("sglang.srt.speculative.draft_worker_common")
+    common._resolve_draft_attention_backend_fallback = fallback  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sglang.srt.arg_groups.speculative_hook", hook)
+    monkeypatch.setitem(sys.modules, "sglang.srt.speculative.draft_worker_common", common)
+    monkeypatch.setattr("bench.real.driver.server._has", lambda name: name in sys.modules)
+    claims = Claims()
+    assert len(claims.claim(amx=False, spec_overlap=False, dspark=True)) == 2
+    args = SimpleNamespace(device="cpu", speculative_draft_attention_backend="torch_native")
+    hook._handle_dspark(args)
+    assert (seen, args.device) == (["cuda"], "cpu")  # seen as CUDA, given back
+    resolve = common._resolve_draft_attention_backend_fallback
+    assert resolve(draft_server_args=args, algo_label="DSPARK") == "torch_native"
+    gpu = SimpleNamespace(speculative_draft_attention_backend=None)
+    assert resolve(draft_server_args=gpu, algo_label="DSPARK") == "flashinfer"
+    claims.release()
+    with pytest.raises(ValueError, match="only supports CUDA"):
+        hook._handle_dspark(args)
+    assert common._resolve_draft_attention_backend_fallback is fallback
+
+
+def test_dspark_s_kernel_classes_are_timed_as_the_stand_in_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = "sglang.kernels.ops.speculative.dspark.dspark_accept"
+    module = types.ModuleType(name)
+
+    class AcceptGreedy:
+        @classmethod
+        def execute(cls, *, x: torch.Tensor) -> torch.Tensor:
+            return x + 1
+
+    AcceptGreedy.__module__ = name
+    module.AcceptGreedy = AcceptGreedy  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
+    phases = Phases()
+    assert dspark.time_kernels(phases) == ["AcceptGreedy"]
+    assert AcceptGreedy.execute(x=torch.tensor([1])).tolist() == [2]
+    assert phases.ns["stand_in"] > 0
+
+
+def test_the_stand_in_transfer_manager_holds_the_fork_s_hidden_row_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the prefill node of bytedance-iaas/sglang 32990a0560 reads kv_manager.req_to_pd_hidden_meta
+    # for every request (prefill.py:378, 394 there); the fake manager has no such table
+    class KVClassType(enum.Enum):
+        KVARGS, MANAGER, SENDER, RECEIVER = range(4)
+
+    class FakeKVManager:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.req_to_decode_prefix_len: dict[int, int] = {}
+
+    utils = types.ModuleType("sglang.srt.disaggregation.utils")
+    utils.KVClassType = KVClassType  # type: ignore[attr-defined]
+    utils.TransferBackend = str  # type: ignore[attr-defined]
+    utils.get_kv_class = lambda backend, kind: None  # type: ignore[attr-defined]
+    base = types.ModuleType("sglang.srt.disaggregation.base")
+    base.KVArgs = object  # type: ignore[attr-defined]
+    base.KVPoll = SimpleNamespace()  # type: ignore[attr-defined]
+    fake = types.ModuleType("sglang.srt.disaggregation.fake")
+    fake.FakeKVManager = FakeKVManager  # type: ignore[attr-defined]
+    fake.FakeKVSender = type("FakeKVSender", (), {})  # type: ignore[attr-defined]
+    fake.FakeKVReceiver = type("FakeKVReceiver", (), {})  # type: ignore[attr-defined]
+    package = types.ModuleType("sglang.srt.disaggregation")
+    package.utils = utils  # type: ignore[attr-defined]
+    for name, module in (
+        ("sglang.srt.disaggregation", package),
+        ("sglang.srt.disaggregation.utils", utils),
+        ("sglang.srt.disaggregation.base", base),
+        ("sglang.srt.disaggregation.fake", fake),
+    ):
+        monkeypatch.setitem(sys.modules, name, module)
+    transfer.install()
+    manager = utils.get_kv_class(transfer.BACKEND, KVClassType.MANAGER)()
+    assert isinstance(manager, FakeKVManager)
+    assert manager.req_to_pd_hidden_meta == {}  # no decode node asked for hidden rows

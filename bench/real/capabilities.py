@@ -211,6 +211,7 @@ CHECKS: dict[str, Check] = {
     "speculative=NGRAM": _defined(SPEC_INFO, "NGRAM", "NGRAM speculative algorithm"),
     "speculative=EAGLE": _defined(SPEC_INFO, "EAGLE", "EAGLE speculative algorithm"),
     "speculative=EAGLE3": _defined(SPEC_INFO, "EAGLE3", "EAGLE3 speculative algorithm"),
+    "speculative=DSPARK": _defined(SPEC_INFO, "DSPARK", "DSPARK speculative algorithm"),
     "speculative=STANDALONE": _defined(SPEC_INFO, "STANDALONE", "STANDALONE speculative algorithm"),
     "disaggregation=decode": _exists(FAKE, "fake transfer backend"),
     "disaggregation=prefill": _all(

@@ -227,7 +227,7 @@ def job(
         "hidden_width": preset.hidden_width,
         "transfer": preset.disaggregation == "prefill",
         "spec": preset.spec.job() if preset.spec is not None else None,
-        "claim_amx": preset.spec is not None and preset.spec.draft,
+        "claim_amx": preset.spec is not None and preset.spec.draft and not preset.spec.dspark,
     }
 
 

@@ -6,7 +6,8 @@ _eagle_topk, _num_draft_tokens; a draft model of the stand-in's where the algori
 and the stand-in's accept draws (bench/real/driver/spec.py): the mean accept length, tokens per
 verify with the bonus token, as SGLang reports it (completion tokens / spec_verify_ct,
 python/sglang/srt/managers/tokenizer_manager.py:2794 at sgl-project/sglang d55f1c28e2), and its
-distribution. The variants `ngram`, `eagle` and `mtp` put one on any preset (NAME+ngram).
+distribution. The variants `ngram`, `eagle`, `mtp` and `dspark` put one on any preset
+(NAME+ngram).
 """
 
 from __future__ import annotations
@@ -65,6 +66,21 @@ SUCCESSOR = (
     "corpus proposes deep trees, as repetitive text (retrieval-augmented answers, code edits: "
     "sgl-project/sglang#2790's motivation) gives it; the accept length is the preset's either way"
 )
+DSPARK_COOKBOOK = "docs/cookbook/autoregressive/DeepSeek/DeepSeek-V4.mdx"
+DSPARK_BLOCK = (
+    DSPARK_COOKBOOK + ":599" + AT + ": DeepSeek-V4's bundled DSpark heads (Flash 0731, Pro 0813) "
+    "resolve to five proposed tokens, 'gamma=5, verify_num_draft_tokens=6', the verified "
+    "default (SGLang's own default without a checkpoint value is 7: DEFAULT_DSPARK_GAMMA, "
+    "python/sglang/srt/speculative/dspark_components/dspark_config.py:16 there); a DSpark "
+    "verify is a window of gamma + 1 (python/sglang/srt/arg_groups/speculative_hook.py:392-403 "
+    "there), one step, topk 1 (:343-359 there)"
+)
+DSPARK_ACCEPT = (
+    DSPARK_COOKBOOK + ":578" + AT + ": the Pro Official (0813) recipe as shipped earns an accept "
+    "length of 4.678 (its low-latency rows were measured pinned at SGLANG_SIMULATE_ACC_LEN=4); "
+    "assumption: that a stand-in target and draft (bench_serving's random prompts, not the "
+    "recipe's corpus) accept as DeepSeek-V4-Pro's head does"
+)
 DRAFT_STANDIN = (
     "the stand-in's draft: the target's config with one layer (an EAGLE head's shape, "
     "LlamaForCausalLMEagle; a STANDALONE draft's LlamaForCausalLM), no weights; an EAGLE head "
@@ -112,6 +128,12 @@ class Speculation:
                 f"(from 1 to {self.drafts + 1}: the drafts accepted and the bonus token)"
             )
 
+    @property
+    def dspark(self) -> bool:
+        """A DSpark block draft (a linear window, the target's hidden states injected as its
+        KV): its draft is the stand-in's DSpark head, not an EAGLE head."""
+        return self.algorithm == "DSPARK"
+
     def server(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "speculative_algorithm": self.algorithm,
@@ -123,7 +145,12 @@ class Speculation:
             out["speculative_eagle_topk"] = self.topk
         if self.steps:
             out["speculative_num_steps"] = self.steps
-        if self.draft:
+        if self.draft and self.dspark:
+            # the DSpark draft runs on the target's CPU attention backend (torch_native), which
+            # the revision's draft-backend resolvers replace by flashinfer; the driver keeps it
+            # while the scheduler is built (bench.real.driver.server.Claims, `dspark`)
+            out["speculative_draft_attention_backend"] = "torch_native"
+        elif self.draft:
             # a draft model runs on the CPU under intel_amx only (python/sglang/srt/speculative/
             # draft_utils.py:80-102 at sgl-project/sglang d55f1c28e2), SGLang's CPU default
             # (server_args.py:4347-4353 there); its kernels never run (the stand-in's forward
@@ -138,6 +165,8 @@ class Speculation:
             "drafts": self.drafts,
             "dist": self.accept_dist,
             "draft_model": self.draft,
+            "algorithm": self.algorithm,
+            "draft_tokens": self.draft_tokens,
             "draft_arch": self.draft_arch,
         }
 
@@ -151,7 +180,11 @@ class Speculation:
             ("accept_len", f"{self.accept_len:g}", s.get("accept_len", "")),
             ("accept_dist", self.accept_dist, s.get("accept_dist", GEOMETRIC)),
             ("text", "each token's fixed successor", SUCCESSOR),
-        ] + ([("draft_model", "stand-in", DRAFT_STANDIN)] if self.draft else [])
+        ] + (
+            [("draft_model", "stand-in", DSPARK_STANDIN if self.dspark else DRAFT_STANDIN)]
+            if self.draft
+            else []
+        )
 
 
 NGRAM = Speculation(
@@ -197,6 +230,23 @@ EAGLE_TREE = Speculation(
         "swept with --set accept_len=X",
     },
 )  # fmt: skip
+DSPARK_STANDIN = (
+    "the stand-in's DSpark draft: a one-layer Qwen3DSparkModel of the target's width with a "
+    "vanilla Markov head, reading the target's hidden states at two layers (the shape of "
+    "SGLang's own dummy DSpark draft in test/registered/dcp/test_kimi_linear_dcp_dspark4.py:43-80"
+    + AT
+    + ", there five of 27 layers); no weights, nothing computed: its forward, base logits, "
+    "Markov sampling and KV injection are the stand-in's"
+)
+DSPARK = Speculation(
+    "DSPARK", steps=0, topk=1, draft_tokens=6, accept_len=4.678, draft=True,
+    sources={
+        "algorithm": "DSpark, a block draft with a Markov head over the target's hidden states, "
+        "verified as one linear window (python/sglang/srt/speculative/dspark_components/" + AT
+        + "; " + DSPARK_COOKBOOK + ":571-605 there)",
+        "topk": DSPARK_BLOCK, "draft_tokens": DSPARK_BLOCK, "accept_len": DSPARK_ACCEPT,
+    },
+)  # fmt: skip
 STANDALONE_SHAPE = (
     DOCS + ":585-601" + AT + ": the overlap scheduler's (spec v2) example is a STANDALONE draft "
     "(Qwen2.5-1.5B-Instruct for Qwen2.5-7B-Instruct): --speculative-num-steps 4 "
@@ -214,7 +264,7 @@ STANDALONE = Speculation(
     },
 )  # fmt: skip
 BY_NAME: dict[str, Speculation] = {
-    "ngram": NGRAM, "eagle": EAGLE, "mtp": MTP, "eagletree": EAGLE_TREE,
+    "ngram": NGRAM, "eagle": EAGLE, "mtp": MTP, "eagletree": EAGLE_TREE, "dspark": DSPARK,
     "standalone": STANDALONE,
 }  # fmt: skip
 
@@ -247,7 +297,7 @@ def changed(spec: Speculation | None, changes: Mapping[str, Any]) -> Speculation
     if spec is None:
         raise ValueError(
             f"--set {', '.join(k for k in changes if k in SETTABLE)}: the preset runs no "
-            "speculative decoding (add +ngram, +eagle or +mtp, or --set speculative=NAME)"
+            "speculative decoding (add +ngram, +eagle, +mtp or +dspark, or --set speculative=NAME)"
         )
     out = replace(spec, **mine)
     if "accept_len" in mine:

@@ -27,6 +27,7 @@ from typing import Any
 from bench.base.timing import now_ns
 from bench.real.driver import (
     calls,
+    dspark,
     inject,
     ipc,
     kernels,
@@ -247,6 +248,8 @@ def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steer
     phases.install()
     workload = Workload.from_json(job["workload"])
     out["replaced"] += _speculative(job, workload)
+    if _is_dspark(job):
+        out["replaced"] += dspark.install(phases)
     out["replaced"] += standin.install(
         phases,
         workload.vocab_size,
@@ -294,6 +297,24 @@ def _steering(job: dict[str, Any], out: dict[str, Any], phases: Phases) -> Steer
     return steering
 
 
+def _is_dspark(job: dict[str, Any]) -> bool:
+    return (job.get("spec") or {}).get("algorithm") == "DSPARK"
+
+
+def _draft(job: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The stand-in's draft model, where the preset's speculation has one: its server argument."""
+    conf = job.get("spec") or {}
+    if not conf.get("draft_model"):
+        return {}
+    if _is_dspark(job):
+        # gamma: the window less its anchor (speculative_num_draft_tokens = gamma + 1)
+        gamma = int(conf["draft_tokens"]) - 1
+        draft = server.write_dspark_draft(folder, int(job["context_len"]), gamma)
+    else:
+        draft = server.write_draft(folder, int(job["context_len"]), conf.get("draft_arch", ""))
+    return {"speculative_draft_model_path": str(draft)}
+
+
 def _spec_resolved(scheduler: Any) -> dict[str, Any]:
     """The speculative configuration the revision settled on (its checks may change what was
     asked: a topk-1 chain's draft tokens follow its steps), read from the built scheduler."""
@@ -336,13 +357,7 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
             Path(model_dir), int(job["context_len"]), Path(tok) if tok else None
         )
         values = {**server.BASE_ARGS, **job.get("server", {}), "model_path": str(model)}
-        if (job.get("spec") or {}).get("draft_model"):
-            draft = server.write_draft(
-                Path(model_dir) / "draft",
-                int(job["context_len"]),
-                job["spec"].get("draft_arch", ""),
-            )
-            values["speculative_draft_model_path"] = str(draft)
+        values.update(_draft(job, Path(model_dir) / "draft"))
         # without the stand-in tokenizer (an environment without `tokenizers`: the tests' tiny
         # tree) the driver sends token ids, as --skip-tokenizer-init allows
         values["skip_tokenizer_init"] = tok is None
@@ -352,6 +367,7 @@ def _drive(job: dict[str, Any], out: dict[str, Any], steering: Steering) -> serv
         out["replaced"] += claims.claim(
             bool(job.get("claim_amx")) and not drafted,
             bool(job.get("spec")) and not values.get("disable_overlap_schedule", True),
+            dspark=_is_dspark(job),
         )
         args, passed, missing = server.server_args(values)
         out["server_args"] = {k: v for k, v in passed.items() if k != "model_path"}
@@ -382,6 +398,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         for op, n in sorted(logits.DENSIFIED.items())
     ]
     out["records"] = [dataclasses.asdict(r) for r in steering.records]
+    if _is_dspark(job):
+        out["dspark_injected"] = dict(dspark.INJECTED)
     out["warmup_ns"] = steering.warmup_ns
     out["rewarm_ns"] = steering.rewarm_ns
     out["warmup_trace"] = steering.warmup_trace

@@ -73,6 +73,44 @@ def write_draft(folder: Path, context_len: int, arch: str = "") -> Path:
     return folder
 
 
+# The stand-in's DSpark draft: a one-layer DSpark head of the target's width (it shares the
+# target's embedding and LM head: python/sglang/srt/speculative/dspark_components/
+# dspark_worker_v2.py:189-206 at sgl-project/sglang d55f1c28e2), shaped as SGLang's own dummy
+# DSpark draft (test/registered/dcp/test_kimi_linear_dcp_dspark4.py:43-80 there: a Qwen3-style
+# DSpark model, a vanilla Markov head, mask_token_id, block_size, target_layer_ids); the keys
+# are read by parse_dspark_draft_config and parse_dflash_draft_config
+# (dspark_config.py:179-295, python/sglang/srt/speculative/dflash_utils.py:536-621 there).
+# It reads the target's hidden states at both of its layers, DSPARK_TARGET_LAYERS wide.
+DSPARK_TARGET_LAYERS = [0, 1]
+DSPARK_DRAFT_CONFIG: dict[str, Any] = {
+    **MODEL_CONFIG,
+    "architectures": ["Qwen3DSparkModel"],
+    "model_type": "qwen3",
+    "num_hidden_layers": 1,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "mask_token_id": MODEL_CONFIG["vocab_size"] - 1,
+    "markov_rank": 8,
+    "markov_head_type": "vanilla",
+    "num_target_layers": MODEL_CONFIG["num_hidden_layers"],
+    "target_layer_ids": DSPARK_TARGET_LAYERS,
+    "layer_types": ["full_attention"],
+}
+
+
+def write_dspark_draft(folder: Path, context_len: int, block_size: int) -> Path:
+    """config.json of the stand-in's DSpark draft, proposing `block_size` tokens (gamma) a step,
+    which the revision reads as the checkpoint's (dspark_config.py:138-150 at d55f1c28e2)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {
+        **DSPARK_DRAFT_CONFIG,
+        "max_position_embeddings": context_len,
+        "block_size": int(block_size),
+    }
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
 # What every real-mode scheduler is built with, whatever the preset (the preset adds its sizes).
 BASE_ARGS: dict[str, Any] = {
     "device": "cpu",
@@ -116,17 +154,30 @@ class Claims:
       python/sglang/srt/arg_groups/speculative_hook.py:14-21 at d55f1c28e2, :66-78 in 0.5.23):
       that hook does nothing meanwhile. The loop's CPU streams are torch.cpu.Stream no-ops, as
       in the overlap loop without a draft.
+    - `dspark`: DSpark's server-argument hook sees a CUDA device ("DSpark speculative decoding
+      only supports CUDA or NPU device": _handle_dspark in python/sglang/srt/arg_groups/
+      speculative_hook.py:278-283 at d55f1c28e2; its only use of the device), and its draft
+      worker keeps the CPU attention backend the preset names
+      (speculative_draft_attention_backend), which _resolve_draft_attention_backend_fallback
+      (python/sglang/srt/speculative/draft_worker_common.py:43-62 there) turns into flashinfer,
+      a GPU library: the draft's attention never runs (its forward is the stand-in's).
     """
 
     NAME = "cpu_has_amx_support"
     # where revisions resolve their arguments: a model's modules keep the machine's answer
     RESOLVERS = ("sglang.srt.server_args", "sglang.srt.arg_groups")
     HOOK = ("sglang.srt.arg_groups.speculative_hook", "_disable_overlap_schedule_for_cpu")
+    DSPARK_HOOK = ("sglang.srt.arg_groups.speculative_hook", "_handle_dspark")
+    DRAFT_BACKEND = (
+        "sglang.srt.speculative.draft_worker_common",
+        "_resolve_draft_attention_backend_fallback",
+    )
 
     def __init__(self) -> None:
         self._scope: Any = None
         self._original: Any = None
         self._hook: Any = None
+        self._replaced: list[tuple[Any, str, Any]] = []
         self.active = False
 
     @staticmethod
@@ -141,7 +192,7 @@ class Claims:
         mods = [m for k, m in list(sys.modules.items()) if k.startswith(self.RESOLVERS) and m]
         return [m for m in mods if callable(vars(m).get(self.NAME))]
 
-    def claim(self, amx: bool, spec_overlap: bool) -> list[str]:
+    def claim(self, amx: bool, spec_overlap: bool, dspark: bool = False) -> list[str]:
         """Take the claims asked for; what was claimed, for the run's list of replacements."""
         out: list[str] = []
         if amx:
@@ -161,7 +212,57 @@ class Claims:
                     "(_disable_overlap_schedule_for_cpu does nothing while the scheduler "
                     "is built)"
                 )
+        if dspark:
+            out += self._claim_dspark()
         self.active = True
+        return out
+
+    def _replace(self, where: tuple[str, str], make: Any) -> bool:
+        """Replace a revision function (module, name) by make(original); whether it exists."""
+        module = importlib.import_module(where[0]) if _has(where[0]) else None
+        original = getattr(module, where[1], None) if module is not None else None
+        if original is None or not callable(original):
+            return False
+        self._replaced.append((module, where[1], original))
+        setattr(module, where[1], make(original))
+        return True
+
+    def _claim_dspark(self) -> list[str]:
+        def on_cuda(original: Any) -> Any:
+            def handle(server_args: Any) -> Any:
+                device = server_args.device
+                server_args.device = "cuda"
+                try:
+                    return original(server_args)
+                finally:
+                    server_args.device = device
+
+            return handle
+
+        def keep_cpu_backend(original: Any) -> Any:
+            # its server arguments by keyword: server_args (d55f1c28e2), draft_server_args (a
+            # copy, bytedance-iaas/sglang 32990a0560)
+            def resolve(**kwargs: Any) -> Any:
+                for value in kwargs.values():
+                    chosen = getattr(value, "speculative_draft_attention_backend", None)
+                    if chosen in CPU_ATTENTION_BACKENDS:
+                        return chosen
+                return original(**kwargs)
+
+            return resolve
+
+        out = []
+        if self._replace(self.DSPARK_HOOK, on_cuda):
+            out.append(
+                "DSpark's server-argument hook sees a CUDA device while the server is "
+                "configured (its device check is the only use it makes of the device)"
+            )
+        if self._replace(self.DRAFT_BACKEND, keep_cpu_backend):
+            out.append(
+                "the DSpark draft keeps the CPU attention backend the preset names while its "
+                "worker is built (the revision's fallback would pick flashinfer; the draft's "
+                "attention never runs)"
+            )
         return out
 
     def _claim_amx(self) -> None:
@@ -190,6 +291,13 @@ class Claims:
         if self._hook is not None:
             module, original = self._hook
             setattr(module, self.HOOK[1], original)
+        while self._replaced:
+            module, name, original = self._replaced.pop()
+            setattr(module, name, original)
+
+
+# The attention backends SGLang builds on the CPU (a DSpark draft's claim keeps one of them).
+CPU_ATTENTION_BACKENDS = ("torch_native", "intel_amx")
 
 
 # A revision from before SGLang's CPU speculative path (sgl-project/sglang#27862) builds an

@@ -3,7 +3,8 @@ draft model proposes, so that the revision's own verify accepts, per request and
 number of draft tokens drawn for it.
 
 The target's verify forward returns, for each draft token of a request (the nodes of its draft
-tree), the token the model predicts after it (bench.real.driver.logits: logits whose argmax is
+tree, or of its linear window: DFlash and DSpark verify a chain), the token the model predicts
+after it (bench.real.driver.logits: logits whose argmax is
 that token). The revision's greedy verify walks the tree from its root and accepts a child while
 the child's token equals the prediction at its parent (sgl-kernel's verify_tree_greedy; on the
 CPU every verify is greedy: python/sglang/srt/speculative/eagle_utils.py:726-739 at
@@ -150,8 +151,7 @@ def verify_predictions(forward_batch: Any) -> torch.Tensor:
     n = int(spec.draft_token_num)
     drafts = spec.draft_token.to(torch.int64).view(-1, n)
     bs = drafts.shape[0]
-    first_child = _tree(spec, "retrieve_next_token").to(torch.int64).view(bs, n)
-    sibling = _tree(spec, "retrieve_next_sibling").to(torch.int64).view(bs, n)
+    first_child, sibling = _links(spec, bs, n)
     model = STATE.model
     if model is None:
         raise RuntimeError("the stand-in's verify ran without an accept model (a spec preset)")
@@ -176,6 +176,22 @@ def verify_predictions(forward_batch: Any) -> torch.Tensor:
     STATE.drawn += int(taken.sum())
     STATE.verified += bs
     return predict.view(-1)
+
+
+def _links(spec: Any, bs: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per node, its first child and its next sibling (-1: none): the draft tree's, or for a
+    linear window (DFlash's and DSpark's verify input, which has no tree: python/sglang/srt/
+    speculative/dflash_info.py:26-57 at sgl-project/sglang d55f1c28e2) a chain, each token the
+    parent of the next, as its greedy accept reads it (accept while candidates[:, 1:] equal
+    the target's predictions[:, :-1]: compute_dflash_correct_drafts_and_bonus,
+    python/sglang/srt/speculative/dflash_utils.py:671-690 there)."""
+    first = _tree(spec, "retrieve_next_token")
+    if first is not None:
+        sibling = _tree(spec, "retrieve_next_sibling")
+        return first.to(torch.int64).view(bs, n), sibling.to(torch.int64).view(bs, n)
+    chain = torch.arange(1, n + 1, dtype=torch.int64)
+    chain[-1] = -1
+    return chain.expand(bs, n).clone(), torch.full((bs, n), -1, dtype=torch.int64)
 
 
 def _deepest_child(first_child: torch.Tensor, sibling: torch.Tensor) -> torch.Tensor:

@@ -71,6 +71,45 @@ def _width(runner: Any) -> int:
     return int(getattr(config, "hidden_size", 64) or 64)
 
 
+def _logits_output(runner: Any, forward_batch: Any, width: int, speculative: bool) -> Any:
+    """What the runner's model returns for a batch that needs its LogitsProcessor (hidden
+    states, logprobs, a verify's or a draft's logits), over zero hidden states `width` wide."""
+    import torch
+    from sglang.srt.layers import logits_processor as lp
+
+    ids = forward_batch.input_ids
+    hidden = torch.zeros((ids.shape[0], width), dtype=torch.bfloat16)
+    model = runner.model
+    if getattr(model, "logits_processor", None) is None:
+        # a block draft (DFlash, DSpark) hands its hidden states on, no logits
+        # (DFlashDraftModel.forward: python/sglang/srt/models/dflash.py:421-445 at
+        # sgl-project/sglang d55f1c28e2)
+        return lp.LogitsProcessorOutput(next_token_logits=None, hidden_states=hidden)
+    drafting = getattr(runner, "is_draft_worker", False)
+    if speculative and not drafting and forward_batch.forward_mode.is_target_verify():
+        SPEC_PENDING.append(spec.verify_predictions(forward_batch))
+    DRAFT_INPUT.append(ids)
+    try:
+        return model.logits_processor(
+            ids, hidden, model.lm_head, forward_batch, *_aux_hidden(model, hidden)
+        )
+    finally:
+        SPEC_PENDING.clear()
+        DRAFT_INPUT.clear()
+
+
+def _aux_hidden(model: Any, hidden: Any) -> list[Any]:
+    """The target's hidden states at the layers a draft reads (EAGLE3's, DFlash's and DSpark's
+    target_layer_ids), where the model captures them (capture_aux_hidden_states, set by
+    set_dflash_layers_to_capture: python/sglang/srt/models/llama.py:905-915 at sgl-project/
+    sglang d55f1c28e2): one zero tensor per layer, which the revision's LogitsProcessor
+    concatenates, so the draft reads them at its width (layers x hidden size)."""
+    if not getattr(model, "capture_aux_hidden_states", False):
+        return []
+    layers = getattr(getattr(model, "model", None), "layers_to_capture", None) or []
+    return [[hidden for _ in layers]] if layers else []
+
+
 def _allowed_tokens(torch: Any, mask_row: Any, vocab: int) -> Any:
     """Token ids a grammar's bitmask row (int32 words, bit j of word w: token 32w + j) allows."""
     if mask_row.dtype == torch.bool:  # a boolean mask: True where the token is disallowed
@@ -119,18 +158,8 @@ def install(phases: Phases, vocab_size: int, hidden_width: int = 64) -> list[str
             self.forward_pass_id = getattr(self, "forward_pass_id", 0) + 1
             speculative = spec.STATE.model is not None and _spec_forward(self, forward_batch)
             if speculative or _needs_logits_processor(forward_batch):
-                ids = forward_batch.input_ids
                 width = _width(self) if speculative else hidden_width
-                hidden = torch.zeros((ids.shape[0], width), dtype=torch.bfloat16)
-                if speculative and forward_batch.forward_mode.is_target_verify():
-                    SPEC_PENDING.append(spec.verify_predictions(forward_batch))
-                DRAFT_INPUT.append(ids)
-                model = self.model
-                try:
-                    out = model.logits_processor(ids, hidden, model.lm_head, forward_batch)
-                finally:
-                    SPEC_PENDING.clear()
-                    DRAFT_INPUT.clear()
+                out = _logits_output(self, forward_batch, width, speculative)
             else:
                 out = lp.LogitsProcessorOutput(next_token_logits=None)
             return output_class(logits_output=out, can_run_graph=False)

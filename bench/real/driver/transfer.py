@@ -9,7 +9,11 @@ server arguments give (`mooncake`, the default), in that function and wherever a
 revision imported it by name:
 
 - the manager, the receiver and the KV arguments are the fake backend's own (no engine starts,
-  nothing is registered, nothing is sent);
+  nothing is registered, nothing is sent); the manager also holds, empty, the per-room table of
+  the hidden-row metadata decode nodes send, which a real backend's manager keeps and the
+  prefill node of bytedance-iaas/sglang 32990a0560 reads for every request
+  (req_to_pd_hidden_meta: python/sglang/srt/disaggregation/common/conn.py:203 and
+  prefill.py:378, 394 there; the fake manager lacks it): no decode node asks for hidden rows;
 - the sender is the fake one's, with the timing of a healthy deployment: the handshake is done
   by the first poll (per-rank logs show `#unbootstrapped-req 0`, sgl-project/sglang#11648), and
   a request's KV transfer, which starts when its last chunk is sent, succeeds at the next
@@ -32,6 +36,12 @@ def install() -> list[str]:
     from sglang.srt.disaggregation import utils as du
     from sglang.srt.disaggregation.base import KVArgs, KVPoll
     from sglang.srt.disaggregation.fake import FakeKVManager, FakeKVReceiver, FakeKVSender
+
+    class StandInManager(FakeKVManager):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if not hasattr(self, "req_to_pd_hidden_meta"):
+                self.req_to_pd_hidden_meta: dict[int, dict[str, Any]] = {}
 
     class StandInSender(FakeKVSender):
         conclude_state: Any
@@ -56,7 +66,7 @@ def install() -> list[str]:
     stand_in = du.TransferBackend(BACKEND)
     classes = {
         du.KVClassType.KVARGS: KVArgs,
-        du.KVClassType.MANAGER: FakeKVManager,
+        du.KVClassType.MANAGER: StandInManager,
         du.KVClassType.SENDER: StandInSender,
         du.KVClassType.RECEIVER: FakeKVReceiver,
     }
