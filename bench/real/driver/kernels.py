@@ -129,6 +129,33 @@ def _ragged(
     return req, start[req] + k, _exclusive_cumsum(length)[req] + k, int(length.sum())
 
 
+def _pool_slots(
+    op: str,
+    req_pool_indices: torch.Tensor,
+    req_to_token: torch.Tensor,
+    start_offset: torch.Tensor,
+    end_offset: torch.Tensor,
+    out_cache_loc: torch.Tensor,
+    pool_len: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The checks the two ragged pool ops share (dtypes, sizes, enough out_cache_loc); per token
+    of the ragged rows, its flat index into req_to_token and its place in out_cache_loc."""
+    for name, t in (("req_pool_indices", req_pool_indices), ("start_offset", start_offset)):
+        _tensor(t, op, name, _INDEX)
+    _tensor(end_offset, op, "end_offset", (start_offset.dtype,))
+    _tensor(req_to_token, op, "req_to_token", (torch.int32,))
+    _tensor(out_cache_loc, op, "out_cache_loc", (torch.int64,))
+    _require(req_to_token.dim() == 2 and req_to_token.shape[1] == pool_len, f"{op}: pool_len")
+    bs = req_pool_indices.shape[0]
+    _require(start_offset.numel() == bs and end_offset.numel() == bs, f"{op}: offsets size")
+    req, col, at, total = _ragged(start_offset, end_offset)
+    _require(
+        total <= out_cache_loc.numel(),
+        f"{op}: out_cache_loc has {out_cache_loc.numel()} entries but offsets require {total}",
+    )
+    return req_pool_indices.long()[req] * pool_len + col, at
+
+
 def assign_req_to_token_pool_cpu(
     req_pool_indices: torch.Tensor,
     req_to_token: torch.Tensor,
@@ -138,21 +165,10 @@ def assign_req_to_token_pool_cpu(
     pool_len: int,
 ) -> None:
     """req_to_token[rpi[i], start[i]:end[i]] = out_cache_loc[prefix[i]:prefix[i + 1]] (int32)."""
-    op = "assign_req_to_token_pool"
-    for name, t in (("req_pool_indices", req_pool_indices), ("start_offset", start_offset)):
-        _tensor(t, op, name, _INDEX)
-    _tensor(end_offset, op, "end_offset", (start_offset.dtype,))
-    _tensor(req_to_token, op, "req_to_token", (torch.int32,))
-    _tensor(out_cache_loc, op, "out_cache_loc", (torch.int64,))
-    _require(req_to_token.dim() == 2 and req_to_token.shape[1] == pool_len, f"{op}: pool_len")
-    bs = req_pool_indices.shape[0]
-    _require(start_offset.numel() == bs and end_offset.numel() == bs, f"{op}: offsets size")
-    req, col, src, total = _ragged(start_offset, end_offset)
-    _require(
-        total <= out_cache_loc.numel(),
-        f"{op}: out_cache_loc has {out_cache_loc.numel()} entries but offsets require {total}",
-    )
-    flat = req_pool_indices.long()[req] * pool_len + col
+    flat, src = _pool_slots(
+        "assign_req_to_token_pool", req_pool_indices, req_to_token, start_offset, end_offset,
+        out_cache_loc, pool_len,
+    )  # fmt: skip
     req_to_token.view(-1)[flat] = out_cache_loc[src].to(torch.int32)
 
 
@@ -166,21 +182,10 @@ def assign_extend_cache_locs_cpu(
 ) -> None:
     """out_cache_loc[prefix[i]:prefix[i + 1]] = req_to_token[rpi[i], start[i]:end[i]] (int64);
     the tail past the total is left as it was (callers size it at capacity)."""
-    op = "assign_extend_cache_locs"
-    for name, t in (("req_pool_indices", req_pool_indices), ("start_offset", start_offset)):
-        _tensor(t, op, name, _INDEX)
-    _tensor(end_offset, op, "end_offset", (start_offset.dtype,))
-    _tensor(req_to_token, op, "req_to_token", (torch.int32,))
-    _tensor(out_cache_loc, op, "out_cache_loc", (torch.int64,))
-    _require(req_to_token.dim() == 2 and req_to_token.shape[1] == pool_len, f"{op}: pool_len")
-    bs = req_pool_indices.shape[0]
-    _require(start_offset.numel() == bs and end_offset.numel() == bs, f"{op}: offsets size")
-    req, col, dst, total = _ragged(start_offset, end_offset)
-    _require(
-        total <= out_cache_loc.numel(),
-        f"{op}: out_cache_loc has {out_cache_loc.numel()} entries but offsets require {total}",
-    )
-    flat = req_pool_indices.long()[req] * pool_len + col
+    flat, dst = _pool_slots(
+        "assign_extend_cache_locs", req_pool_indices, req_to_token, start_offset, end_offset,
+        out_cache_loc, pool_len,
+    )  # fmt: skip
     out_cache_loc[dst] = req_to_token.view(-1)[flat].long()
 
 
