@@ -325,7 +325,8 @@ def _add_features(verbs: Any) -> None:
     _names(
         f,
         "--variants",
-        f"features and modes measured (default all: {','.join(features.DEFAULT_VARIANTS)})",
+        f"features and modes measured (default all: {','.join(features.DEFAULT_VARIANTS)}; "
+        f"speculative decoding when named: {','.join(rp.SPEC_VARIANTS)})",
     )
     f.add_argument(
         "--share",

@@ -31,7 +31,9 @@ from bench.stats import mean_t_ci
 
 DEFAULT_SHARE = rp.VARIANT_SHARE  # of the requests, for each feature (the mix's are assumptions)
 DEFAULT_ROUNDS = 3
-DEFAULT_VARIANTS = rp.VARIANTS
+# every feature and mode; speculative decoding (+ngram, +eagle, ...) when asked by --variants:
+# a revision without an algorithm would refuse the whole command
+DEFAULT_VARIANTS = tuple(v for v in rp.VARIANTS if v not in rp.SPEC_VARIANTS)
 
 
 def progress(msg: str) -> None:

@@ -669,6 +669,7 @@ FEATURE_VARIANTS = (
     "session", "hidden",
 )  # fmt: skip
 VARIANTS = (*FEATURE_VARIANTS, *MODES)
+SPEC_VARIANTS = tuple(speculation.BY_NAME)
 
 
 def variant_changes(name: str, share: float = VARIANT_SHARE) -> dict[str, Any]:
