@@ -561,3 +561,46 @@ def test_the_stand_in_transfer_manager_holds_the_fork_s_hidden_row_table(
     manager = utils.get_kv_class(transfer.BACKEND, KVClassType.MANAGER)()
     assert isinstance(manager, FakeKVManager)
     assert manager.req_to_pd_hidden_meta == {}  # no decode node asked for hidden rows
+
+
+def test_the_accept_interval_is_the_stream_s_over_iterations() -> None:
+    """Tokens per verify with a ratio interval over iterations: draws of a known geometric
+    stream give an interval that holds its mean, narrower with more iterations; identical
+    processes report it once, said so; processes that differ get a t interval over them."""
+    import random
+
+    from bench.real.measure import ProcessSummary, accept_interval
+    from bench.real.report import _accept_text
+
+    def iterations(n: int, seed: int) -> list[tuple[int, int]]:
+        rng = random.Random(seed)
+        out = []
+        for _ in range(n):
+            accepts = [1 + min(4, int(math.log(rng.random()) / math.log(0.5))) for _ in range(64)]
+            out.append((sum(accepts), len(accepts)))
+        return out
+
+    truth = sum(min(5, k) * 0.5**k for k in range(1, 20))  # 1 + min(4, floor(Geometric))
+    short, long = accept_interval(iterations(50, 1)), accept_interval(iterations(800, 2))
+    assert short is not None
+    assert long is not None
+    assert short[0] < truth < short[1]
+    assert long[0] < truth < long[1]
+    assert long[1] - long[0] < (short[1] - short[0]) / 2
+    assert accept_interval([(3, 1)]) is None
+    assert accept_interval([(0, 0), (0, 0)]) is None
+
+    def summary(tokens: int, ci: tuple[float, float] | None) -> ProcessSummary:
+        return ProcessSummary(
+            1, 1.0, 0.0, 0.0, (0, 0, 0), [], None, 0.0,
+            verified=100, verified_tokens=tokens, accept_ci=ci,
+        )  # fmt: skip
+
+    same = [summary(208, (2.0, 2.16)), summary(208, (2.0, 2.16))]
+    assert _accept_text(same, [2.08, 2.08]) == (
+        "2.080 [2.000, 2.160] (over one process's iterations; its 2 processes verified the same "
+        "draws)"
+    )
+    text = _accept_text([summary(200, None), summary(210, None)], [2.0, 2.1])
+    assert text.startswith("2.050 [")
+    assert text.endswith("(t interval over 2 processes)")

@@ -14,9 +14,11 @@ a kind gives no value of that kind (so decode and extend may have fewer values t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from bench import stats
 from bench.real.driver.phases import PHASES
 from bench.stats.drift import rank_trend
 
@@ -82,6 +84,8 @@ class ProcessSummary:
     verified: int = 0
     verified_tokens: int = 0
     drawn: int = 0
+    # the accept length's 95% interval over this process's iterations (accept_interval)
+    accept_ci: tuple[float, float] | None = None
 
     @property
     def accept_length(self) -> float | None:
@@ -121,6 +125,9 @@ class ProcessSummary:
             verified=sum(r.get("verified", 0) for r in recs),
             verified_tokens=sum(r.get("verified_tokens", 0) for r in recs),
             drawn=sum(r.get("drawn", 0) for r in recs),
+            accept_ci=accept_interval(
+                [(r.get("verified_tokens", 0), r.get("verified", 0)) for r in recs]
+            ),
             iterations=len(recs),
             decode_batch=float(decode[len(decode) // 2]) if decode else 0.0,
             extend_share=sum(r["mode"] in KINDS["extend"] for r in recs) / n,
@@ -134,6 +141,26 @@ class ProcessSummary:
             tracked_per_live=tracked,
             sent_bytes_per_iteration=sum(r["sent_bytes"] for r in recs) / n,
         )
+
+
+def accept_interval(per_iteration: list[tuple[int, int]]) -> tuple[float, float] | None:
+    """The 95% interval of tokens per verify over a process's iterations, each iteration's
+    (tokens, verifies) one sample of a ratio estimator (its delta-method variance): the accepts
+    are drawn per request and verify, so iterations are the stream's samples. Processes of one
+    revision draw the same seeded stream and agree exactly, so an interval over processes has
+    no width; this one says how far the stream's own draws lie from the distribution's mean.
+    None with fewer than two iterations that verified."""
+    pairs = [(t, v) for t, v in per_iteration if v > 0]
+    n = len(pairs)
+    if n < 2:
+        return None
+    tokens, verifies = sum(t for t, _ in pairs), sum(v for _, v in pairs)
+    ratio = tokens / verifies
+    mean_v = verifies / n
+    residual = [t - ratio * v for t, v in pairs]
+    var = sum(e * e for e in residual) / (n - 1) / (n * mean_v * mean_v)
+    half = stats.t975(n - 1) * math.sqrt(var)
+    return ratio - half, ratio + half
 
 
 def drift(series: list[float]) -> float | None:

@@ -253,20 +253,33 @@ def spec_lines(data: RealData) -> list[str]:
             lengths = [a for s in sums if (a := s.accept_length) is not None]
             if configured is None or not lengths:
                 continue
-            c = stats.mean_t_ci(lengths)
             drawn = [d for s in sums if (d := s.drawn_length) is not None]
             verifies = sum(s.verified for s in sums)
-            ci = f" [{c[1]:.3f}, {c[2]:.3f}]" if not math.isnan(c[1]) else ""
             out.append(
-                f"- {preset} {rev}: {values.get('speculative', '')} accept length {c[0]:.3f}{ci} "
-                f"measured over {verifies:,} verifies (configured {configured}; the stand-in's "
-                f"draws {statistics.mean(drawn):.3f})"
+                f"- {preset} {rev}: {values.get('speculative', '')} accept length "
+                f"{_accept_text(sums, lengths)} measured over {verifies:,} verifies (configured "
+                f"{configured}; the stand-in's draws {statistics.mean(drawn):.3f})"
             )
     return (
         ["", "Speculative decoding (tokens per verify, the bonus token included):", "", *out]
         if out
         else []
     )
+
+
+def _accept_text(sums: list[ProcessSummary], lengths: list[float]) -> str:
+    """The accept length with its 95% interval: where the processes verified one stream (the
+    seeded draws make them agree exactly) the interval over that stream's iterations, said so;
+    otherwise a t interval over processes."""
+    if max(lengths) - min(lengths) < 1e-9:
+        ci = next((s.accept_ci for s in sums if s.accept_ci is not None), None)
+        if ci is None:
+            return f"{lengths[0]:.3f}"
+        n = len(lengths)
+        alike = "" if n == 1 else f"; its {n} processes verified the same draws"
+        return f"{lengths[0]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] (over one process's iterations{alike})"
+    c = stats.mean_t_ci(lengths)
+    return f"{c[0]:.3f} [{c[1]:.3f}, {c[2]:.3f}] (t interval over {len(lengths)} processes)"
 
 
 def unsteady_lines(data: RealData) -> list[str]:
