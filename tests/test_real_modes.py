@@ -209,6 +209,25 @@ def test_coverage_unions_the_presets_and_names_what_none_reaches() -> None:
     assert coverage.traced("sglang/srt/model_executor/forward_batch_info.py:3")
     assert not coverage.traced("sglang/srt/utils/common.py:5")
     assert not coverage.traced("sglang/srt/model_executor/model_runner.py:5")
+    assert "speculative/ a preset reached" not in text  # no speculative file: no table
+
+
+def test_coverage_lists_every_speculative_file_a_preset_reached() -> None:
+    spec = _counted([1, 2, 3], ["f:1"])
+    spec["coverage"] = {
+        "sglang/srt/speculative/eagle_worker_v2.py": spec["coverage"]["sglang/srt/managers/a.py"],
+        "sglang/srt/speculative/unused.py": {
+            "executable": [1, 2],
+            "covered": [],
+            "functions": ["h:1"],
+            "reached": [],
+        },
+    }
+    cov = coverage.Coverage.build("rev", {"p1": spec, "p2": _counted([1], ["f:1"])})
+    text = coverage.markdown(cov)
+    assert "Every file of speculative/ a preset reached" in text
+    assert "| sglang/srt/speculative/eagle_worker_v2.py | 75.0% | 0.0% | 75.0% (3 of 4) |" in text
+    assert "speculative/unused.py" not in text  # reached by no preset
 
 
 # -- on the tiny tree -------------------------------------------------------------------------
