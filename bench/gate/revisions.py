@@ -10,9 +10,9 @@ names carry the strategy `target`:
 
 Wall clock: every round is one worker process holding the base, the head and the head's A/A
 copy (`gate_head_aa`, the head materialized a second time, with its own request model, as the
-base has), interleaved value by value in a
-shuffled order and built in a shuffled order, so value i of every side covers the same
-scheduler steps moments apart. Instruction mode: callgrind counts of the target in this tree,
+base has), interleaved value by value in a shuffled order and built in an order rotated by
+round (each side at each position alike), so value i of every side covers the same scheduler
+steps moments apart. Instruction mode: callgrind counts of the target in this tree,
 each side in its own heap layouts, the A/A copy (the head again) in other layouts; then, for
 the benchmarks that moved most, the functions where the instructions moved (bench.gate.attribution).
 """
@@ -50,11 +50,11 @@ ATTRIBUTED = 2
 class Revisions:
     base: Target
     head: Target
-    # The head materialized again: the wall gate's A/A side. A twin of the head's module (the
-    # same file executed again) shared the head's request model, and in an A/A of one revision
-    # its lookup rows read the base 2.7-8.7% faster than the head and its twin in 6 gates of 6
-    # (2026-12-07, tests/test_groups.py's tree): the twin calibrated nothing of what set the
-    # base apart, and one CI run flagged the A/A at +6.82%. A copy built as the base is shows it.
+    # The head materialized again: the wall gate's A/A side, built as the base is (its own
+    # module and request model), where a twin (the head's module executed again) shared the
+    # head's request model. What had set the base apart in A/A gates was the build order
+    # (bench.suites.gate.run.build_order); with both, the A/A column of tests/test_groups.py's
+    # A/A gate reads 3.9-7.5%, as far as its lookup change moves (2026-12-07).
     aa: Target | None = None
 
     def meta(self, scenario_names: list[str] | None = None) -> dict[str, Any]:
